@@ -1,0 +1,56 @@
+#pragma once
+
+// Advice: each fix is a transformation Setup -> Setup with a cost; memory()
+// re-prices it. Fixes are ranked: those that make the plan fit first, then by
+// cost class (free knobs, compute, accuracy, hardware, offload last), then by
+// saving.
+
+#include "oomplan/gpu.hpp"
+#include "oomplan/memory.hpp"
+#include "oomplan/model.hpp"
+#include "oomplan/setup.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomplan {
+
+enum class CostClass { free, compute, accuracy, hardware, offload };
+
+// Throughput and time of one setup (issue 4 §2).
+struct StepTime {
+  double compute_s = 0;  // FLOPs / (peak x MFU)
+  double memory_s = 0;   // bytes moved / bandwidth (decode)
+  double comm_s = 0;     // collectives over NVLink / PCIe
+  double offload_s = 0;  // bytes over PCIe to the host
+  double step_s =
+      0;  // total estimated step (training) or per output token (inference)
+  double tokens_per_s = 0;  // whole job
+  double usd_per_mtok = 0;  // 0 when no price
+};
+StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup);
+
+struct Fix {
+  int rank = 0;
+  std::string id;     // e.g. "reduce-batch", "fp8-kv-cache"
+  std::string title;  // one line for people
+  Setup setup;        // the fixed setup
+  const Gpu* gpu =
+      nullptr;  // the fixed setup's GPU (may change: more or bigger cards)
+  Bytes total_bytes = 0;  // re-priced by memory()
+  bool fits = false;
+  Bytes saves_bytes = 0;  // old total - new total
+  CostClass cost_class = CostClass::free;
+  std::string cost;          // e.g. "+33 % step time", "4 more GPUs ($12.40/h)"
+  double step_factor = 1.0;  // new step time / old
+  std::string engine_flags;  // matching vLLM / DeepSpeed / FSDP launch flags,
+                             // may be empty
+};
+
+// Ranked fixes for `setup` on `gpu` (the first ones fit), plus the smallest
+// combination that fits when no single fix does (id "combination").
+std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
+                        const std::vector<Gpu>& gpus);
+
+}  // namespace oomplan

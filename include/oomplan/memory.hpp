@@ -1,0 +1,154 @@
+#pragma once
+
+// The numeric core: pure functions from (Model, Gpu, Setup) to a Budget of
+// named components for the most loaded GPU. No I/O, no globals, no exceptions
+// for expected cases: inputs were validated at the edge (catalog, cli), which
+// also bounds them so no byte count overflows.
+
+#include "oomplan/gpu.hpp"
+#include "oomplan/model.hpp"
+#include "oomplan/setup.hpp"
+#include "oomplan/units.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomplan {
+
+enum class Phase { load, prefill, decode, forward, backward, optimizer_step };
+std::string_view phase_name(Phase phase);
+
+// One row of the budget. `name` is one of DESIGN §2's component names;
+// `formula` is static text written next to the arithmetic that produced
+// `bytes`.
+struct Component {
+  std::string_view name;
+  Bytes bytes = 0;
+  std::string_view formula;
+};
+
+// What PyTorch and nvidia-smi would print at the peak (DESIGN §2 "peak").
+struct Peak {
+  Bytes allocated_bytes = 0;  // torch.cuda.max_memory_allocated(): tensors only
+  Bytes reserved_bytes =
+      0;  // max_memory_reserved(): + caching-allocator fragmentation
+  Bytes device_bytes =
+      0;  // nvidia-smi for the process: + CUDA context, NCCL, workspaces
+  Phase phase = Phase::load;
+};
+
+// One pipeline stage (or one GPU under --split layers).
+struct Stage {
+  int stage = 0;
+  std::int64_t layers = 0;
+  Bytes weights_bytes = 0;
+  Bytes kv_cache_bytes = 0;
+  Bytes activations_bytes = 0;
+  Bytes total_bytes = 0;
+};
+
+// vLLM's own start-up profile for the GPU that limits the KV cache (DESIGN §2
+// "vllm").
+struct VllmProfile {
+  Bytes requested_bytes = 0;  // gpu_util x capacity
+  Bytes weights_bytes = 0;
+  Bytes activation_peak_bytes = 0;
+  Bytes non_torch_bytes = 0;
+  Bytes cuda_graph_bytes = 0;
+  Bytes kv_cache_bytes = 0;
+  Bytes kv_bytes_per_token = 0;  // per GPU
+  std::int64_t kv_tokens = 0;    // engine-wide
+  double max_concurrency = 0;
+  std::int64_t max_model_len_fit = 0;
+  std::string error;  // empty when vLLM would start
+};
+
+// Conditions the report explains in words (text is rendered by report.cpp).
+enum class Warning : unsigned {
+  no_nvlink = 1U << 0,      // tp/pp/fsdp over PCIe
+  kv_replicated = 1U << 1,  // kv_heads < tp: KV heads replicated on each GPU
+  eager_attention_s2 =
+      1U << 2,  // eager attention materialises b x heads x s^2 scores
+  seq_beyond_context = 1U << 3,  // seq > max_position_embeddings
+  paged_unified_memory = 1U
+                         << 4,  // paged optimizer states live in unified memory
+  fp8_emulated = 1U << 5,  // fp8 requested on a card without fp8 tensor cores
+  host_memory = 1U << 6,   // offload needs host RAM (host_bytes)
+  low_headroom = 1U << 7,  // fits with < 5 % headroom
+  flash_unsupported =
+      1U << 8,  // flash attention needs compute capability >= 8.0
+};
+
+inline constexpr std::size_t k_max_components = 10;
+
+struct Budget {
+  // Components in DESIGN order; only the first `count` are used (no heap
+  // allocation).
+  std::array<Component, k_max_components> components{};
+  std::size_t count = 0;
+
+  Bytes capacity_bytes = 0;  // Gpu::capacity_bytes
+  Bytes usable_bytes = 0;    // capacity less the user's reserve
+  Bytes host_bytes = 0;      // CPU RAM one node needs (offload)
+  Peak peak;
+  std::vector<Stage> stages;        // pp > 1 or split layers
+  std::optional<VllmProfile> vllm;  // engine vllm
+  unsigned warnings = 0;            // Warning bits
+
+  void add(std::string_view name, Bytes bytes, std::string_view formula);
+  Bytes bytes_of(std::string_view name) const;  // 0 when absent
+  Bytes total_bytes() const;                    // sum of components
+  bool fits() const { return total_bytes() <= usable_bytes; }
+  Bytes headroom_bytes() const { return usable_bytes - total_bytes(); }
+  bool has(Warning w) const {
+    return (warnings & static_cast<unsigned>(w)) != 0;
+  }
+};
+
+// Fills defaults that depend on the model or GPU count (tp, max_model_len,
+// quant for qlora, vLLM batched tokens). Pure; REQUIRES a validated setup.
+Setup resolve_setup(const Model& model, const Setup& setup);
+
+// The plan for one setup: the most loaded GPU's budget. REQUIRES
+// resolve_setup() was applied and the setup validated (validate_setup).
+Budget memory(const Model& model, const Gpu& gpu, const Setup& setup);
+
+// Checks a resolved setup against the model (tp divides heads, pp <= layers,
+// zero 0-3, lora only with training, ...). Throws Error with the valid values.
+void validate_setup(const Model& model, const Gpu& gpu, const Setup& setup);
+
+// --- Terms shared by several modes (memory_common.cpp)
+// ----------------------------------
+
+// Weight bytes per GPU for the resolved quant (embeddings and lm_head
+// unquantized where the engine leaves them), split by tp; `layers` decoder
+// layers on this GPU, embedding/lm_head flags for pipeline stages.
+struct WeightShare {
+  std::int64_t layer_begin = 0;  // decoder layers [layer_begin, layer_end)
+  std::int64_t layer_end = 0;
+  bool embedding = true;
+  bool lm_head = true;
+};
+Bytes weight_bytes(const Model& model, const Setup& setup,
+                   const WeightShare& share);
+
+// KV-cache bytes per token on one GPU for layers [begin, end) (no window cap),
+// in kv dtype.
+Bytes kv_bytes_per_token(const Model& model, const Setup& setup,
+                         std::int64_t layer_begin, std::int64_t layer_end);
+
+// KV-cache bytes on one GPU for `batch` sequences of `seq` tokens, sliding
+// layers capped at the window.
+Bytes kv_cache_bytes(const Model& model, const Setup& setup,
+                     std::int64_t layer_begin, std::int64_t layer_end,
+                     std::int64_t batch, std::int64_t seq);
+
+// CUDA context + cuBLAS workspace + NCCL (when tp*pp*dp > 1) for one process on
+// `gpu`.
+Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup);
+
+}  // namespace oomplan

@@ -1,0 +1,146 @@
+#pragma once
+
+// Model: the architecture facts that decide memory, as plain values. Field
+// names follow the Hugging Face config.json names where one exists
+// (models/README.md is the field reference). Invariants (checked by the catalog
+// loader, trusted by the core): sizes positive, num_heads % num_kv_heads == 0,
+// experts_per_tok <= num_experts.
+
+#include "oomplan/dtype.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace oomplan {
+
+enum class MlpKind {
+  gated,  // SwiGLU / GeGLU: gate, up, down (3 matrices of hidden x
+          // intermediate)
+  plain,  // GELU MLP: up, down (2 matrices); GPT-2, BLOOM, Falcon, T5, Phi-2
+};
+
+enum class NormKind {
+  rms,         // RMSNorm: weight only
+  layer_norm,  // LayerNorm: weight and bias
+};
+
+struct Model {
+  std::string name;                  // catalog id, e.g. "llama-3-70b"
+  std::string hf_id;                 // e.g. "meta-llama/Meta-Llama-3-70B"
+  std::vector<std::string> aliases;  // e.g. "llama3-70b", "llama-3-70b"
+  std::string model_type;            // HF model_type, e.g. "llama", "qwen3_moe"
+
+  // Core transformer dimensions.
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers =
+      0;  // decoder layers (T5: encoder layers, see num_decoder_layers)
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;  // explicit or hidden_size / num_heads
+  std::int64_t intermediate_size = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+
+  // Block structure.
+  MlpKind mlp = MlpKind::gated;
+  NormKind norm = NormKind::rms;
+  int norms_per_layer = 2;  // Gemma 2/3: 4 (pre/post attention and MLP)
+  bool parallel_block =
+      false;  // attention and MLP read the same input (Falcon, Cohere, GPT-J)
+  bool qkv_bias = false;         // Qwen2, gpt-oss, GPT-2, BLOOM
+  bool o_bias = false;           // gpt-oss, GPT-2, BLOOM
+  bool mlp_bias = false;         // GPT-2, BLOOM, gpt-oss experts
+  bool qk_norm = false;          // per-head RMSNorm on q and k (Qwen3, Gemma 3)
+  bool attention_sinks = false;  // gpt-oss: one learned sink per head
+  std::int64_t learned_positions =
+      0;  // GPT-2: max_position_embeddings rows of position embeddings
+  bool embedding_norm = false;  // BLOOM word_embeddings_layernorm
+
+  // Attention layout. sliding_window > 0 gives local layers a window (Llama 4:
+  // chunk size); global_every == 0 means every layer is local, N means layer i
+  // is global iff (i + 1) % N == 0.
+  std::int64_t sliding_window = 0;
+  int global_every = 0;
+
+  // Mixture of experts (num_experts == 0: dense).
+  std::int64_t num_experts = 0;
+  std::int64_t experts_per_tok = 0;
+  std::int64_t moe_intermediate_size = 0;
+  std::int64_t num_shared_experts = 0;
+  std::int64_t shared_expert_intermediate_size =
+      0;                           // Qwen2-MoE; 0: moe_intermediate_size
+  std::int64_t first_k_dense = 0;  // DeepSeek first_k_dense_replace
+  int moe_every = 1;         // layer i is MoE iff (i + 1) % moe_every == 0
+  bool router_bias = false;  // gpt-oss router bias, DeepSeek-V3 score bias
+
+  // Multi-head latent attention (kv_lora_rank > 0: DeepSeek V2/V3).
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+
+  // Encoder-decoder (T5): decoder layers, each with self- and cross-attention.
+  std::int64_t num_decoder_layers = 0;
+  std::int64_t relative_attention_buckets =
+      0;  // T5 relative position bias table
+
+  // Parameters outside the text model (vision tower, projector) that the
+  // checkpoint holds.
+  std::int64_t extra_params = 0;
+
+  // The checkpoint's own weight format (`--quant auto`); Quant::none means
+  // dtype weights.
+  Quant checkpoint_quant = Quant::none;
+  Dtype checkpoint_dtype = Dtype::bf16;
+
+  // Published figures for lint tests and exact weight sizes (0 = unknown).
+  std::int64_t official_params =
+      0;  // exact count from the publisher or the reference
+  std::int64_t checkpoint_bytes = 0;  // safetensors index metadata.total_size
+};
+
+// Parameter counts by group; every group sums over all layers. Linear weights
+// are what quantization and tensor parallelism act on; norms and biases stay in
+// dtype and replicate.
+struct ParamCounts {
+  std::int64_t embedding = 0;  // token (+ learned position) embeddings
+  std::int64_t lm_head = 0;    // 0 when tied to the embedding
+  std::int64_t attention =
+      0;  // q, k, v, o projections (+ MLA down/up projections)
+  std::int64_t kv_proj =
+      0;  // the k and v part of `attention` (replicated when kv < tp)
+  std::int64_t mlp = 0;             // dense MLP layers
+  std::int64_t experts = 0;         // routed experts, all layers
+  std::int64_t shared_experts = 0;  // shared experts, all layers
+  std::int64_t router = 0;          // MoE gates
+  std::int64_t small = 0;  // norms, biases, sinks, relative position tables
+  std::int64_t extra = 0;  // vision tower etc. (Model::extra_params)
+  std::int64_t active =
+      0;  // parameters used per token (MoE: top-k routed + shared)
+
+  std::int64_t linear() const {
+    return attention + mlp + experts + shared_experts + router;
+  }
+  std::int64_t total() const {
+    return embedding + lm_head + linear() + small + extra;
+  }
+};
+
+// Exact parameter counts from the architecture (catalog_facts.md §1e formula,
+// extended to MoE, MLA, sinks, biases and encoder-decoder).
+ParamCounts count_params(const Model& model);
+
+// Parameters of decoder layer `layer` (0-based) alone, for pipeline and layer
+// splits.
+std::int64_t layer_params(const Model& model, std::int64_t layer);
+
+// True when layer `layer` uses the sliding window (or chunked attention).
+bool is_local_layer(const Model& model, std::int64_t layer);
+
+// True when layer `layer` is a MoE layer.
+bool is_moe_layer(const Model& model, std::int64_t layer);
+
+}  // namespace oomplan

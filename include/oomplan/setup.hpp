@@ -1,0 +1,142 @@
+#pragma once
+
+// Setup: every setting of a plan, with defaults matching DESIGN.md §2 and
+// fields in its order (designated initializers then read like the command
+// line). 0 in tp, max_model_len, max_num_batched_tokens means "resolve the
+// default" (resolve_setup does it once).
+
+#include "oomplan/dtype.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomplan {
+
+enum class Mode { infer, full, lora, qlora };
+enum class Engine { hf, vllm };
+enum class Offload { none, optimizer, params, all };
+enum class Checkpointing { none, selective, full };
+enum class Attn { eager, sdpa, flash };
+enum class Precision { mixed, pure };
+enum class Optimizer {
+  adamw,
+  adamw_8bit,
+  paged_adamw,
+  paged_adamw_8bit,
+  sgd,
+  adafactor
+};
+enum class Loss { full, chunked };
+
+// LoRA target projections, as a bit set.
+enum LoraTarget : unsigned {
+  k_lora_q = 1U << 0,
+  k_lora_k = 1U << 1,
+  k_lora_v = 1U << 2,
+  k_lora_o = 1U << 3,
+  k_lora_gate = 1U << 4,
+  k_lora_up = 1U << 5,
+  k_lora_down = 1U << 6,
+  k_lora_attn = k_lora_q | k_lora_k | k_lora_v | k_lora_o,
+  k_lora_all = k_lora_attn | k_lora_gate | k_lora_up | k_lora_down,
+};
+
+// vLLM behaviour eras (DESIGN §2 --vllm-version).
+enum class VllmEra {
+  v0,  // <= 0.6: V0 engine, profile includes non-torch differently, no chunked
+       // prefill < 32k
+  v1_early,  // 0.7 - 0.10
+  current,   // >= 0.11
+};
+
+struct Setup {
+  int gpus = 1;   // GPUs per node (--gpus NxNAME)
+  int nodes = 1;  // nodes, each with `gpus` GPUs
+  Mode mode = Mode::infer;
+  Engine engine = Engine::hf;
+  std::int64_t seq = 4096;  // tokens per sequence
+  std::int64_t batch =
+      1;  // micro-batch per data-parallel rank / concurrent sequences
+  Dtype dtype = Dtype::bf16;       // compute dtype and unquantized weights
+  Quant quant = Quant::automatic;  // weights; qlora resolves automatic to nf4
+  std::optional<Dtype> kv_dtype;   // nullopt: auto (= dtype)
+  int tp = 0;                      // 0: infer -> all GPUs of a node, train -> 1
+  int pp = 1;
+  bool split_layers = false;  // transformers device_map="auto"
+  bool sequence_parallel = false;
+  int zero = 0;       // ZeRO stage 0-3
+  bool fsdp = false;  // FULL_SHARD: stage-3 semantics
+  Offload offload = Offload::none;
+  Checkpointing checkpointing = Checkpointing::none;
+  Attn attn = Attn::flash;
+  Precision precision = Precision::mixed;
+  Optimizer optimizer = Optimizer::adamw;
+  bool compile = false;
+  int lora_rank = 16;
+  unsigned lora_targets = k_lora_all;
+  bool optimizer_in_bwd = false;
+  Loss loss = Loss::full;
+  bool activation_offload = false;
+  int grad_accum = 1;
+  double gpu_util = 0.9;                    // vLLM gpu_memory_utilization
+  std::int64_t max_num_batched_tokens = 0;  // 0: vLLM's default for the era
+  bool enforce_eager = false;
+  VllmEra vllm_version = VllmEra::current;
+  std::int64_t max_model_len = 0;  // 0: seq
+  std::int64_t max_num_seqs = 256;
+  double overhead_gib =
+      -1;               // < 0: measured default (CUDA context, cuBLAS, NCCL)
+  double reserve = -1;  // < 0: default fragmentation reserve fraction
+  double price = 0;     // USD per GPU-hour, 0: unknown
+
+  int total_gpus() const { return gpus * nodes; }
+  int dp() const { return total_gpus() / (tp * pp); }  // REQUIRES: resolved tp
+  bool training() const { return mode != Mode::infer; }
+  int zero_stage() const { return fsdp ? 3 : zero; }
+};
+
+std::string_view mode_name(Mode mode);
+std::string_view engine_name(Engine engine);
+std::string_view offload_name(Offload offload);
+std::string_view checkpointing_name(Checkpointing checkpointing);
+std::string_view attn_name(Attn attn);
+std::string_view precision_name(Precision precision);
+std::string_view optimizer_name(Optimizer optimizer);
+std::string_view loss_name(Loss loss);
+std::string_view vllm_era_name(VllmEra era);
+
+// Canonical names, in enum order (CLI11 IsMember, help, JSON).
+std::vector<std::string_view> mode_names();
+std::vector<std::string_view> engine_names();
+std::vector<std::string_view> offload_names();
+std::vector<std::string_view> checkpointing_names();
+std::vector<std::string_view> attn_names();
+std::vector<std::string_view> precision_names();
+std::vector<std::string_view> optimizer_names();
+std::vector<std::string_view> loss_names();
+
+// Name -> enum; REQUIRES `name` to be one of the canonical names (validated at
+// the edge).
+Mode mode_from_name(std::string_view name);
+Engine engine_from_name(std::string_view name);
+Offload offload_from_name(std::string_view name);
+Checkpointing checkpointing_from_name(std::string_view name);
+Attn attn_from_name(std::string_view name);
+Precision precision_from_name(std::string_view name);
+Optimizer optimizer_from_name(std::string_view name);
+Loss loss_from_name(std::string_view name);
+
+// "qv", "attn", "all" or a comma list of q,k,v,o,gate,up,down -> bit set; 0
+// when invalid.
+unsigned lora_targets_from_text(std::string_view text);
+// Bit set -> "q,v" (canonical preset name when one matches: "qv", "attn",
+// "all").
+std::string lora_targets_text(unsigned targets);
+
+// "0.19", "0.6.3" -> era; nullopt when unparsable.
+std::optional<VllmEra> vllm_era_from_text(std::string_view text);
+
+}  // namespace oomplan

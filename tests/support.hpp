@@ -1,0 +1,68 @@
+#pragma once
+
+// Test helpers: the shipped catalog, in-process CLI runs and runs of the built
+// binary.
+
+#include "cli/cli.hpp"
+
+#include "oomplan/catalog.hpp"
+
+#include <array>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace oomplan::test {
+
+// The shipped catalog, parsed once for the whole test run.
+inline const Catalog& catalog() {
+  static const Catalog k_catalog = builtin_catalog();
+  return k_catalog;
+}
+
+struct CliResult {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+// Runs the CLI in-process, as `oomplan ARGS...` would.
+inline CliResult run_cli(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// Runs the built binary through the shell: `command` is appended to its path
+// (quote arguments yourself). stdout and the exit code are captured; stderr is
+// folded into `err` via a temp file.
+inline CliResult run_binary(const std::string& command) {
+  const std::string err_path = std::string(std::tmpnam(nullptr));
+  const std::string line =
+      std::string(OOMPLAN_BINARY) + " " + command + " 2>" + err_path;
+  CliResult result;
+  FILE* pipe = popen(line.c_str(), "r");
+  if (pipe == nullptr) {
+    result.code = -1;
+    return result;
+  }
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    result.out.append(buffer.data(), n);
+  }
+  const int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* f = std::fopen(err_path.c_str(), "r")) {
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), f)) > 0) {
+      result.err.append(buffer.data(), n);
+    }
+    std::fclose(f);
+  }
+  std::remove(err_path.c_str());
+  return result;
+}
+
+}  // namespace oomplan::test

@@ -1,0 +1,3 @@
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
