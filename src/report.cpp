@@ -15,11 +15,6 @@ std::string render_markdown(const Plan& /*plan*/) {
   return {};
 }
 
-std::string plan_args(const std::string& model_arg, const Gpu& /*gpu*/,
-                      const Setup& /*setup*/) {
-  return model_arg;
-}
-
 std::vector<std::string> warning_texts(const Plan& /*plan*/) {
   return {};
 }
