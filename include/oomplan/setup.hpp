@@ -60,10 +60,10 @@ struct Setup {
   std::int64_t seq = 4096;  // tokens per sequence
   std::int64_t batch =
       1;  // micro-batch per data-parallel rank / concurrent sequences
-  Dtype dtype = Dtype::bf16;       // compute dtype and unquantized weights
-  Quant quant = Quant::automatic;  // weights; qlora resolves automatic to nf4
-  std::optional<Dtype> kv_dtype;   // nullopt: auto (= dtype)
-  int tp = 0;                      // 0: infer -> all GPUs of a node, train -> 1
+  Dtype dtype = Dtype::bf16;        // compute dtype and unquantized weights
+  Quant quant = Quant::automatic;   // weights; qlora resolves automatic to nf4
+  std::optional<Dtype> kv_dtype{};  // nullopt: auto (= dtype)
+  int tp = 0;  // 0: infer -> all GPUs of a node, train -> 1
   int pp = 1;
   bool split_layers = false;  // transformers device_map="auto"
   bool sequence_parallel = false;
