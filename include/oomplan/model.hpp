@@ -57,6 +57,7 @@ struct Model {
   std::int64_t learned_positions =
       0;  // GPT-2: max_position_embeddings rows of position embeddings
   bool embedding_norm = false;  // BLOOM word_embeddings_layernorm
+  bool lm_head_bias = false;    // Phi-2: lm_head has a bias of vocab_size
 
   // Attention layout. sliding_window > 0 gives local layers a window (Llama 4:
   // chunk size); global_every == 0 means every layer is local, N means layer i
@@ -72,6 +73,8 @@ struct Model {
   std::int64_t shared_expert_intermediate_size =
       0;                           // Qwen2-MoE; 0: moe_intermediate_size
   std::int64_t first_k_dense = 0;  // DeepSeek first_k_dense_replace
+  bool shared_expert_gate =
+      false;  // Qwen2-MoE: a hidden_size x 1 sigmoid gate on the shared expert
   int moe_every = 1;         // layer i is MoE iff (i + 1) % moe_every == 0
   bool router_bias = false;  // gpt-oss router bias, DeepSeek-V3 score bias
 
@@ -134,7 +137,9 @@ struct ParamCounts {
 ParamCounts count_params(const Model& model);
 
 // Parameters of decoder layer `layer` (0-based) alone, for pipeline and layer
-// splits.
+// splits: attention, MLP or experts, router, the layer's norms and biases.
+// Encoder-decoder models (num_decoder_layers > 0) number the encoder layers
+// 0..num_layers-1 and the decoder layers after them.
 std::int64_t layer_params(const Model& model, std::int64_t layer);
 
 // True when layer `layer` uses the sliding window (or chunked attention).
