@@ -102,7 +102,11 @@ struct Budget {
   void add(std::string_view name, Bytes bytes, std::string_view formula);
   Bytes bytes_of(std::string_view name) const;  // 0 when absent
   Bytes total_bytes() const;                    // sum of components
-  bool fits() const { return total_bytes() <= usable_bytes; }
+  // Fits when the total is within usable memory and, with --engine vllm,
+  // vLLM would start (no error).
+  bool fits() const {
+    return total_bytes() <= usable_bytes && (!vllm || vllm->error.empty());
+  }
   Bytes headroom_bytes() const { return usable_bytes - total_bytes(); }
   bool has(Warning w) const {
     return (warnings & static_cast<unsigned>(w)) != 0;
