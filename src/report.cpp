@@ -1,22 +1,767 @@
 #include "oomplan/report.hpp"
 
+#include "oomplan/units.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+// Rendering only: the one piece of arithmetic here is bytes -> GiB (and a
+// share of the card for the bar). Every number shown comes from the Budget,
+// the fixes or the time estimate the core computed.
+
 namespace oomplan {
+namespace {
 
-std::string render_text(const Plan& /*plan*/,
-                        const RenderOptions& /*options*/) {
-  return {};
+using Json = nlohmann::ordered_json;
+
+constexpr int k_bar_width = 20;
+
+// ANSI styles, only when RenderOptions::color (the CLI decides: a terminal
+// and no NO_COLOR).
+struct Style {
+  bool on = false;
+  std::string wrap(std::string_view code, std::string_view text) const {
+    if (!on) {
+      return std::string(text);
+    }
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+  }
+  std::string bold(std::string_view t) const { return wrap("1", t); }
+  std::string dim(std::string_view t) const { return wrap("2", t); }
+  std::string red(std::string_view t) const { return wrap("1;31", t); }
+  std::string green(std::string_view t) const { return wrap("1;32", t); }
+  std::string yellow(std::string_view t) const { return wrap("33", t); }
+};
+
+std::string gib(Bytes bytes) {
+  return fmt::format("{:.2f}", to_gib(bytes));
 }
 
-std::string render_json(const Plan& /*plan*/) {
-  return {};
+double share(Bytes part, Bytes whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole)
+                   : 0.0;
 }
 
-std::string render_markdown(const Plan& /*plan*/) {
-  return {};
+std::string percent(Bytes part, Bytes whole) {
+  return fmt::format("{:.1f} %", 100.0 * share(part, whole));
 }
 
-std::vector<std::string> warning_texts(const Plan& /*plan*/) {
-  return {};
+std::string bar(Bytes part, Bytes whole) {
+  const double s = std::clamp(share(part, whole), 0.0, 1.0);
+  const auto filled = static_cast<int>(std::lround(s * k_bar_width));
+  std::string out;
+  for (int i = 0; i < k_bar_width; ++i) {
+    out += i < filled ? "█" : "░";
+  }
+  return out;
+}
+
+// The weight format the plan uses: `auto` is the checkpoint's own.
+Quant shown_quant(const Model& model, const Setup& setup) {
+  if (setup.quant != Quant::automatic) {
+    return setup.quant;
+  }
+  if (setup.mode == Mode::qlora) {
+    return Quant::nf4;
+  }
+  return model.checkpoint_quant;
+}
+
+std::string weights_text(const Model& model, const Setup& setup) {
+  const Quant quant = shown_quant(model, setup);
+  return quant == Quant::none ? std::string(dtype_name(setup.dtype))
+                              : std::string(quant_name(quant));
+}
+
+Dtype kv_dtype(const Setup& setup) {
+  return setup.kv_dtype.value_or(setup.dtype);
+}
+
+std::string billions(std::int64_t params) {
+  return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
+}
+
+// The published count when the catalog has one (what users quote), else the
+// count from the architecture (an imported config.json).
+std::int64_t total_params(const Model& model) {
+  return model.official_params > 0 ? model.official_params
+                                   : count_params(model).total();
+}
+
+// One line with every setting that shapes this plan.
+std::string setup_line(const Model& model, const Gpu* gpu, const Setup& s) {
+  std::string line =
+      fmt::format("{} ({} params)", model.name, billions(total_params(model)));
+  if (gpu != nullptr) {
+    if (s.nodes > 1) {
+      fmt::format_to(std::back_inserter(line), " on {} nodes x {} {}", s.nodes,
+                     s.gpus, gpu->name);
+    } else {
+      fmt::format_to(std::back_inserter(line), " on {} x {}", s.gpus,
+                     gpu->name);
+    }
+  }
+  fmt::format_to(std::back_inserter(line), ": {}", mode_name(s.mode));
+  if (!s.training()) {
+    fmt::format_to(std::back_inserter(line), " ({})", engine_name(s.engine));
+  }
+  fmt::format_to(std::back_inserter(line), ", seq {}, batch {}, {}, weights {}",
+                 s.seq, s.batch, dtype_name(s.dtype), weights_text(model, s));
+  if (!s.training()) {
+    fmt::format_to(std::back_inserter(line), ", kv {}",
+                   dtype_name(kv_dtype(s)));
+  }
+  if (s.split_layers) {
+    line += ", split layers";
+  } else if (s.tp > 0) {
+    fmt::format_to(std::back_inserter(line), ", tp {}, pp {}, dp {}", s.tp,
+                   s.pp, s.dp());
+  }
+  if (s.sequence_parallel) {
+    line += ", sequence parallel";
+  }
+  if (s.training()) {
+    if (s.fsdp) {
+      line += ", fsdp";
+    } else {
+      fmt::format_to(std::back_inserter(line), ", zero {}", s.zero);
+    }
+    fmt::format_to(std::back_inserter(line), ", {} precision, {}",
+                   precision_name(s.precision), optimizer_name(s.optimizer));
+    if (s.optimizer_in_bwd) {
+      line += " in backward";
+    }
+    if (s.mode == Mode::lora || s.mode == Mode::qlora) {
+      fmt::format_to(std::back_inserter(line), ", lora rank {} on {}",
+                     s.lora_rank, lora_targets_text(s.lora_targets));
+    }
+    fmt::format_to(std::back_inserter(line), ", checkpointing {}",
+                   checkpointing_name(s.checkpointing));
+    if (s.grad_accum > 1) {
+      fmt::format_to(std::back_inserter(line), ", grad-accum {}", s.grad_accum);
+    }
+    if (s.loss == Loss::chunked) {
+      line += ", chunked loss";
+    }
+    if (s.activation_offload) {
+      line += ", activation offload";
+    }
+    if (s.compile) {
+      line += ", compiled";
+    }
+  }
+  if (s.offload != Offload::none) {
+    fmt::format_to(std::back_inserter(line), ", offload {}",
+                   offload_name(s.offload));
+  }
+  if (s.engine == Engine::hf || s.training()) {
+    fmt::format_to(std::back_inserter(line), ", attn {}", attn_name(s.attn));
+  }
+  if (s.engine == Engine::vllm && !s.training()) {
+    fmt::format_to(std::back_inserter(line),
+                   ", gpu-util {}, max-model-len {}, max-num-seqs {}",
+                   s.gpu_util, s.max_model_len, s.max_num_seqs);
+    if (s.enforce_eager) {
+      line += ", enforce-eager";
+    }
+  }
+  return line;
+}
+
+std::string yes_no(bool value) {
+  return value ? "yes" : "no";
+}
+
+std::string verdict_text(const Budget& b) {
+  if (b.fits()) {
+    return fmt::format(
+        "{} GiB of {} GiB per GPU, {} GiB headroom ({} of usable)",
+        gib(b.total_bytes()), gib(b.usable_bytes), gib(b.headroom_bytes()),
+        percent(b.headroom_bytes(), b.usable_bytes));
+  }
+  return fmt::format("needs {} GiB per GPU, {} GiB over the {} GiB usable",
+                     gib(b.total_bytes()), gib(-b.headroom_bytes()),
+                     gib(b.usable_bytes));
+}
+
+std::string peak_text(const Peak& p) {
+  return fmt::format(
+      "peak at {}: {} GiB allocated (torch max_memory_allocated), {} GiB "
+      "reserved (max_memory_reserved), {} GiB on the device (nvidia-smi)",
+      phase_name(p.phase), gib(p.allocated_bytes), gib(p.reserved_bytes),
+      gib(p.device_bytes));
+}
+
+std::string time_text(const Plan& plan) {
+  const StepTime& t = plan.time;
+  if (t.step_s <= 0) {
+    return {};
+  }
+  std::string text;
+  if (plan.setup.training()) {
+    text = fmt::format(
+        "time: ~{:.2f} s per step (compute {:.2f} s, communication {:.2f} s, "
+        "offload {:.2f} s), {:.0f} tokens/s",
+        t.step_s, t.compute_s, t.comm_s, t.offload_s, t.tokens_per_s);
+  } else {
+    text = fmt::format(
+        "time: ~{:.1f} ms per output token (memory {:.1f} ms, compute {:.1f} "
+        "ms, communication {:.1f} ms), {:.0f} tokens/s",
+        t.step_s * 1e3, t.memory_s * 1e3, t.compute_s * 1e3, t.comm_s * 1e3,
+        t.tokens_per_s);
+  }
+  if (t.usd_per_mtok > 0) {
+    fmt::format_to(std::back_inserter(text), ", ${:.2f} per million tokens",
+                   t.usd_per_mtok);
+  }
+  return text;
+}
+
+std::string fix_args(const Plan& plan, const Fix& fix) {
+  const Gpu& gpu = fix.gpu != nullptr ? *fix.gpu : *plan.gpu;
+  return plan_args(plan.model_arg, gpu, fix.setup);
+}
+
+bool has_stages(const Plan& plan) {
+  return !plan.budget.stages.empty() &&
+         (plan.setup.pp > 1 || plan.setup.split_layers);
+}
+
+}  // namespace
+
+std::vector<std::string> warning_texts(const Plan& plan) {
+  std::vector<std::string> texts;
+  const Budget& b = plan.budget;
+  const Setup& s = plan.setup;
+  const std::string gpu_name = plan.gpu != nullptr ? plan.gpu->name : "GPU";
+  if (b.has(Warning::no_nvlink)) {
+    texts.push_back(fmt::format(
+        "{} cards have no NVLink: tensor, pipeline and sharded-data traffic "
+        "goes over PCIe and can dominate the step time",
+        gpu_name));
+  }
+  if (b.has(Warning::kv_replicated) && plan.model != nullptr) {
+    texts.push_back(fmt::format(
+        "{} KV heads < tp {}: every GPU keeps a full copy of the KV heads it "
+        "needs, so the KV cache does not shrink with more tensor parallelism",
+        plan.model->num_kv_heads, s.tp));
+  }
+  if (b.has(Warning::eager_attention_s2)) {
+    texts.push_back(
+        "eager attention materialises batch x heads x seq^2 attention scores; "
+        "--attn sdpa or flash avoids them");
+  }
+  if (b.has(Warning::seq_beyond_context) && plan.model != nullptr) {
+    texts.push_back(
+        fmt::format("--seq {} is beyond the model's {}-token context "
+                    "(max_position_embeddings)",
+                    s.seq, plan.model->max_position_embeddings));
+  }
+  if (b.has(Warning::paged_unified_memory)) {
+    texts.push_back(
+        "paged optimizer states live in CUDA unified memory: they count on the "
+        "device, not in torch.cuda.max_memory_allocated(), and page to the "
+        "host under pressure");
+  }
+  if (b.has(Warning::fp8_emulated)) {
+    texts.push_back(fmt::format(
+        "{} has no FP8 tensor cores: fp8 weights or KV are stored in 8 bits "
+        "but computed in 16 bits",
+        gpu_name));
+  }
+  if (b.has(Warning::host_memory)) {
+    texts.push_back(fmt::format(
+        "offloading needs {} GiB of CPU RAM per node (pinned buffers "
+        "included)",
+        gib(b.host_bytes)));
+  }
+  if (b.has(Warning::low_headroom)) {
+    texts.push_back(
+        "less than 5 % headroom: a longer prompt, a larger batch or allocator "
+        "fragmentation may still run out of memory");
+  }
+  if (b.has(Warning::flash_unsupported)) {
+    texts.push_back(fmt::format(
+        "flash attention needs compute capability 8.0 or newer; {} falls back "
+        "to sdpa",
+        gpu_name));
+  }
+  return texts;
+}
+
+std::string render_text(const Plan& plan, const RenderOptions& options) {
+  const Style st{options.color};
+  const Budget& b = plan.budget;
+  const Setup& s = plan.setup;
+  std::string out;
+  auto put = [&out](std::string_view text) {
+    out += text;
+    out += '\n';
+  };
+
+  put(st.bold(setup_line(*plan.model, plan.gpu, s)));
+  put("");
+  put(fmt::format("{:<16}{:>9}  {:>8}", "per GPU", "GiB", "of card"));
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const Component& c = b.components[i];
+    put(fmt::format("  {:<14}{:>9}  {:>8}  {}  {}", c.name, gib(c.bytes),
+                    percent(c.bytes, b.capacity_bytes),
+                    bar(c.bytes, b.capacity_bytes), st.dim(c.formula)));
+  }
+  put(fmt::format("  {:<14}{:>9}  {:>8}  {}", "total", gib(b.total_bytes()),
+                  percent(b.total_bytes(), b.capacity_bytes),
+                  bar(b.total_bytes(), b.capacity_bytes)));
+  put(fmt::format("  {:<14}{:>9}  {:>8}", "capacity", gib(b.capacity_bytes),
+                  percent(b.capacity_bytes, b.capacity_bytes)));
+  if (b.usable_bytes != b.capacity_bytes) {
+    put(fmt::format("  {:<14}{:>9}  {:>8}", "usable", gib(b.usable_bytes),
+                    percent(b.usable_bytes, b.capacity_bytes)));
+  }
+  put("");
+  put(b.fits()
+          ? fmt::format("{} {}", st.green("FITS:"), verdict_text(b))
+          : fmt::format("{} {}", st.red("DOES NOT FIT:"), verdict_text(b)));
+  put(peak_text(b.peak));
+  if (b.host_bytes > 0) {
+    put(fmt::format("host RAM: {} GiB per node", gib(b.host_bytes)));
+  }
+  if (const std::string t = time_text(plan); !t.empty()) {
+    put(t);
+  }
+
+  if (has_stages(plan)) {
+    put("");
+    put(fmt::format("{:<8}{:>8}{:>11}{:>11}{:>13}{:>11}", "stage", "layers",
+                    "weights", "kv_cache", "activations", "total GiB"));
+    for (const Stage& stage : b.stages) {
+      put(fmt::format("  {:<6}{:>8}{:>11}{:>11}{:>13}{:>11}", stage.stage,
+                      stage.layers, gib(stage.weights_bytes),
+                      gib(stage.kv_cache_bytes), gib(stage.activations_bytes),
+                      gib(stage.total_bytes)));
+    }
+  }
+
+  if (b.vllm) {
+    const VllmProfile& v = *b.vllm;
+    put("");
+    put("vLLM start-up profile (the GPU that limits the KV cache):");
+    auto row = [&put](std::string_view name, Bytes bytes) {
+      put(fmt::format("  {:<32}{:>9} GiB", name, gib(bytes)));
+    };
+    row("requested (gpu-util x capacity)", v.requested_bytes);
+    row("weights", v.weights_bytes);
+    row("peak activation", v.activation_peak_bytes);
+    row("non-torch memory", v.non_torch_bytes);
+    row("CUDA graphs", v.cuda_graph_bytes);
+    row("KV cache", v.kv_cache_bytes);
+    put(fmt::format("  {:<32}{:>9} (at {} B per token per GPU)", "KV tokens",
+                    v.kv_tokens, v.kv_bytes_per_token));
+    put(fmt::format("  {:<32}{:>9.2f}x (requests of {} tokens)",
+                    "max concurrency", v.max_concurrency, s.max_model_len));
+    put(fmt::format("  {:<32}{:>9} tokens", "largest max-model-len",
+                    v.max_model_len_fit));
+    if (!v.error.empty()) {
+      put(st.red(fmt::format("  vLLM would not start: {}", v.error)));
+    }
+  }
+
+  const auto warnings = warning_texts(plan);
+  if (!warnings.empty()) {
+    put("");
+    put("warnings:");
+    for (const auto& w : warnings) {
+      put(st.yellow(fmt::format("  - {}", w)));
+    }
+  }
+
+  if (!plan.fixes.empty()) {
+    put("");
+    put("fixes, best first (each re-priced by the same model):");
+    put(fmt::format("  {:>2}  {:<46}{:>11}  {:<5} {}", "#", "fix", "new peak",
+                    "fits", "cost"));
+    for (const Fix& fix : plan.fixes) {
+      put(fmt::format("  {:>2}  {:<46}{:>7} GiB  {:<5} {}", fix.rank, fix.title,
+                      gib(fix.total_bytes), yes_no(fix.fits), fix.cost));
+      put(st.dim(fmt::format("      oomplan {}", fix_args(plan, fix))));
+      if (!fix.engine_flags.empty()) {
+        put(st.dim(fmt::format("      launch: {}", fix.engine_flags)));
+      }
+    }
+  } else if (!b.fits()) {
+    put("");
+    put("no fix found in the catalog; try oomplan fit for a full search");
+  }
+  return out;
+}
+
+std::string render_json(const Plan& plan) {
+  const Budget& b = plan.budget;
+  const Setup& s = plan.setup;
+  const Model& model = *plan.model;
+  Json doc;
+  doc["schema"] = "oomplan.plan/1";
+  doc["model"] = {{"name", model.name}, {"params", total_params(model)}};
+  doc["gpu"] = {{"name", plan.gpu->name},
+                {"count", s.total_gpus()},
+                {"capacity_bytes", plan.gpu->capacity_bytes}};
+  doc["setup"] = {
+      {"mode", mode_name(s.mode)},
+      {"engine", engine_name(s.engine)},
+      {"seq", s.seq},
+      {"batch", s.batch},
+      {"dtype", dtype_name(s.dtype)},
+      {"quant", quant_name(shown_quant(model, s))},
+      {"kv_dtype", dtype_name(kv_dtype(s))},
+      {"tp", s.tp},
+      {"pp", s.pp},
+      {"dp", s.tp > 0 ? s.dp() : 0},
+      {"zero", s.zero_stage()},
+      {"gpus", s.gpus},
+      {"nodes", s.nodes},
+      {"split_layers", s.split_layers},
+      {"sequence_parallel", s.sequence_parallel},
+      {"fsdp", s.fsdp},
+      {"offload", offload_name(s.offload)},
+      {"checkpointing", checkpointing_name(s.checkpointing)},
+      {"attn", attn_name(s.attn)},
+      {"precision", precision_name(s.precision)},
+      {"optimizer", optimizer_name(s.optimizer)},
+      {"compile", s.compile},
+      {"lora_rank", s.lora_rank},
+      {"lora_targets", lora_targets_text(s.lora_targets)},
+      {"optimizer_in_bwd", s.optimizer_in_bwd},
+      {"loss", loss_name(s.loss)},
+      {"activation_offload", s.activation_offload},
+      {"grad_accum", s.grad_accum},
+      {"gpu_util", s.gpu_util},
+      {"max_num_batched_tokens", s.max_num_batched_tokens},
+      {"enforce_eager", s.enforce_eager},
+      {"vllm_version", vllm_era_name(s.vllm_version)},
+      {"max_model_len", s.max_model_len},
+      {"max_num_seqs", s.max_num_seqs},
+  };
+  // Overrides are null when the measured defaults apply.
+  doc["setup"]["overhead_gib"] =
+      s.overhead_gib < 0 ? Json(nullptr) : Json(s.overhead_gib);
+  doc["setup"]["reserve"] = s.reserve < 0 ? Json(nullptr) : Json(s.reserve);
+  doc["setup"]["price"] = s.price > 0 ? Json(s.price) : Json(nullptr);
+
+  Json components = Json::array();
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const Component& c = b.components[i];
+    components.push_back(
+        {{"name", c.name}, {"bytes", c.bytes}, {"formula", c.formula}});
+  }
+  doc["components"] = components;
+  doc["total_bytes"] = b.total_bytes();
+  doc["usable_bytes"] = b.usable_bytes;
+  doc["fits"] = b.fits();
+  doc["headroom_bytes"] = b.headroom_bytes();
+  doc["host_bytes"] = b.host_bytes;
+  doc["warnings"] = warning_texts(plan);
+
+  Json fixes = Json::array();
+  for (const Fix& fix : plan.fixes) {
+    fixes.push_back({{"rank", fix.rank},
+                     {"id", fix.id},
+                     {"title", fix.title},
+                     {"args", fix_args(plan, fix)},
+                     {"total_bytes", fix.total_bytes},
+                     {"fits", fix.fits},
+                     {"saves_bytes", fix.saves_bytes},
+                     {"cost", fix.cost},
+                     {"step_factor", fix.step_factor},
+                     {"engine_flags", fix.engine_flags}});
+  }
+  doc["fixes"] = fixes;
+  doc["peak"] = {{"allocated_bytes", b.peak.allocated_bytes},
+                 {"reserved_bytes", b.peak.reserved_bytes},
+                 {"device_bytes", b.peak.device_bytes},
+                 {"phase", phase_name(b.peak.phase)}};
+  if (has_stages(plan)) {
+    Json stages = Json::array();
+    for (const Stage& stage : b.stages) {
+      stages.push_back({{"stage", stage.stage},
+                        {"layers", stage.layers},
+                        {"weights_bytes", stage.weights_bytes},
+                        {"kv_cache_bytes", stage.kv_cache_bytes},
+                        {"activations_bytes", stage.activations_bytes},
+                        {"total_bytes", stage.total_bytes}});
+    }
+    doc["stages"] = stages;
+  }
+  if (b.vllm) {
+    const VllmProfile& v = *b.vllm;
+    doc["vllm"] = {{"requested_bytes", v.requested_bytes},
+                   {"weights_bytes", v.weights_bytes},
+                   {"activation_peak_bytes", v.activation_peak_bytes},
+                   {"non_torch_bytes", v.non_torch_bytes},
+                   {"cuda_graph_bytes", v.cuda_graph_bytes},
+                   {"kv_cache_bytes", v.kv_cache_bytes},
+                   {"kv_bytes_per_token", v.kv_bytes_per_token},
+                   {"kv_tokens", v.kv_tokens},
+                   {"max_concurrency", v.max_concurrency},
+                   {"max_model_len_fit", v.max_model_len_fit},
+                   {"error", v.error.empty() ? Json(nullptr) : Json(v.error)}};
+  }
+  const StepTime& t = plan.time;
+  doc["time"] = {{"step_s", t.step_s},
+                 {"compute_s", t.compute_s},
+                 {"memory_s", t.memory_s},
+                 {"comm_s", t.comm_s},
+                 {"offload_s", t.offload_s},
+                 {"tokens_per_s", t.tokens_per_s},
+                 {"usd_per_mtok", t.usd_per_mtok}};
+  return doc.dump(2) + "\n";
+}
+
+std::string render_markdown(const Plan& plan) {
+  const Budget& b = plan.budget;
+  std::string out;
+  auto put = [&out](std::string_view text) {
+    out += text;
+    out += '\n';
+  };
+  put(fmt::format("### oomplan: {} on {} x {}", plan.model->name,
+                  plan.setup.total_gpus(), plan.gpu->name));
+  put("");
+  put(fmt::format("`{}`", setup_line(*plan.model, plan.gpu, plan.setup)));
+  put("");
+  put("| component (per GPU) | GiB | of card | formula |");
+  put("|---|---:|---:|---|");
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const Component& c = b.components[i];
+    put(fmt::format("| {} | {} | {} | `{}` |", c.name, gib(c.bytes),
+                    percent(c.bytes, b.capacity_bytes), c.formula));
+  }
+  put(fmt::format("| **total** | **{}** | **{}** | |", gib(b.total_bytes()),
+                  percent(b.total_bytes(), b.capacity_bytes)));
+  put(fmt::format("| capacity | {} | 100.0 % | |", gib(b.capacity_bytes)));
+  put("");
+  put(fmt::format("**{}** {}",
+                  b.fits() ? "Fits:" : "Does not fit:", verdict_text(b)));
+  put("");
+  put(peak_text(b.peak));
+  if (b.host_bytes > 0) {
+    put("");
+    put(fmt::format("Host RAM: {} GiB per node.", gib(b.host_bytes)));
+  }
+  if (b.vllm && !b.vllm->error.empty()) {
+    put("");
+    put(fmt::format("vLLM would not start: {}", b.vllm->error));
+  }
+  const auto warnings = warning_texts(plan);
+  if (!warnings.empty()) {
+    put("");
+    put("Warnings:");
+    put("");
+    for (const auto& w : warnings) {
+      put(fmt::format("- {}", w));
+    }
+  }
+  if (!plan.fixes.empty()) {
+    put("");
+    put("| # | fix | new peak (GiB) | fits | cost | command |");
+    put("|---:|---|---:|---|---|---|");
+    for (const Fix& fix : plan.fixes) {
+      put(fmt::format("| {} | {} | {} | {} | {} | `oomplan {}` |", fix.rank,
+                      fix.title, gib(fix.total_bytes), yes_no(fix.fits),
+                      fix.cost, fix_args(plan, fix)));
+    }
+  }
+  return out;
+}
+
+// --- Sizing: `oomplan MODEL` without --gpus.
+
+namespace {
+
+std::string sizing_args(const Sizing& sizing, const SizingRow& row) {
+  return plan_args(sizing.model_arg, *row.gpu, row.setup);
+}
+
+}  // namespace
+
+std::string render_sizing_text(const Sizing& sizing,
+                               const RenderOptions& options) {
+  const Style st{options.color};
+  std::string out;
+  auto put = [&out](std::string_view text) {
+    out += text;
+    out += '\n';
+  };
+  put(st.bold(setup_line(*sizing.model, nullptr, sizing.setup)));
+  put(fmt::format("the fewest GPUs that fit, per common GPU (up to {}):",
+                  sizing.max_gpus));
+  put("");
+  put(fmt::format("  {:<12}{:>5}{:>14}{:>12}{:>12}  {}", "GPU", "GPUs",
+                  "per GPU GiB", "usable", "headroom", "command"));
+  for (const SizingRow& row : sizing.rows) {
+    if (row.fits) {
+      put(fmt::format(
+          "  {:<12}{:>5}{:>14}{:>12}{:>12}  oomplan {}", row.gpu->name,
+          row.count, gib(row.total_bytes), gib(row.usable_bytes),
+          gib(row.usable_bytes - row.total_bytes), sizing_args(sizing, row)));
+    } else {
+      put(st.dim(fmt::format("  {:<12}{:>5}  does not fit on {} or fewer",
+                             row.gpu->name, "-", sizing.max_gpus)));
+    }
+  }
+  return out;
+}
+
+std::string render_sizing_json(const Sizing& sizing) {
+  const Model& model = *sizing.model;
+  Json doc;
+  doc["schema"] = "oomplan.sizing/1";
+  doc["model"] = {{"name", model.name}, {"params", total_params(model)}};
+  doc["max_gpus"] = sizing.max_gpus;
+  Json rows = Json::array();
+  for (const SizingRow& row : sizing.rows) {
+    rows.push_back(
+        {{"gpu", row.gpu->name},
+         {"count", row.fits ? Json(row.count) : Json(nullptr)},
+         {"args", row.fits ? Json(sizing_args(sizing, row)) : Json(nullptr)},
+         {"total_bytes", row.total_bytes},
+         {"usable_bytes", row.usable_bytes},
+         {"capacity_bytes", row.gpu->capacity_bytes},
+         {"headroom_bytes", row.usable_bytes - row.total_bytes},
+         {"fits", row.fits}});
+  }
+  doc["options"] = rows;
+  return doc.dump(2) + "\n";
+}
+
+std::string render_sizing_markdown(const Sizing& sizing) {
+  std::string out;
+  auto put = [&out](std::string_view text) {
+    out += text;
+    out += '\n';
+  };
+  put(fmt::format("### oomplan: the fewest GPUs for {}", sizing.model->name));
+  put("");
+  put(fmt::format("`{}`", setup_line(*sizing.model, nullptr, sizing.setup)));
+  put("");
+  put("| GPU | GPUs | per GPU (GiB) | usable (GiB) | command |");
+  put("|---|---:|---:|---:|---|");
+  for (const SizingRow& row : sizing.rows) {
+    if (row.fits) {
+      put(fmt::format("| {} | {} | {} | {} | `oomplan {}` |", row.gpu->name,
+                      row.count, gib(row.total_bytes), gib(row.usable_bytes),
+                      sizing_args(sizing, row)));
+    } else {
+      put(fmt::format("| {} | - | does not fit on {} | | |", row.gpu->name,
+                      sizing.max_gpus));
+    }
+  }
+  return out;
+}
+
+// --- The catalog.
+
+std::string render_models_text(const Catalog& catalog) {
+  std::string out = fmt::format("{:<24}{:>10}{:>8}{:>8}{:>9}{:>10}  {}\n",
+                                "model", "params", "layers", "hidden",
+                                "heads/kv", "context", "HF id and aliases");
+  for (const Model& m : catalog.models) {
+    std::string names = m.hf_id;
+    for (const auto& alias : m.aliases) {
+      names += ", " + alias;
+    }
+    fmt::format_to(std::back_inserter(out),
+                   "{:<24}{:>10}{:>8}{:>8}{:>9}{:>10}  {}\n", m.name,
+                   billions(total_params(m)), m.num_layers, m.hidden_size,
+                   fmt::format("{}/{}", m.num_heads, m.num_kv_heads),
+                   m.max_position_embeddings, names);
+  }
+  return out;
+}
+
+std::string render_models_json(const Catalog& catalog) {
+  Json models = Json::array();
+  for (const Model& m : catalog.models) {
+    models.push_back({{"name", m.name},
+                      {"hf_id", m.hf_id},
+                      {"aliases", m.aliases},
+                      {"model_type", m.model_type},
+                      {"params", total_params(m)},
+                      {"num_layers", m.num_layers},
+                      {"hidden_size", m.hidden_size},
+                      {"num_heads", m.num_heads},
+                      {"num_kv_heads", m.num_kv_heads},
+                      {"head_dim", m.head_dim},
+                      {"intermediate_size", m.intermediate_size},
+                      {"vocab_size", m.vocab_size},
+                      {"max_position_embeddings", m.max_position_embeddings},
+                      {"num_experts", m.num_experts},
+                      {"experts_per_tok", m.experts_per_tok},
+                      {"checkpoint_quant", quant_name(m.checkpoint_quant)}});
+  }
+  Json doc;
+  doc["schema"] = "oomplan.models/1";
+  doc["models"] = models;
+  return doc.dump(2) + "\n";
+}
+
+std::string render_gpus_text(const Catalog& catalog) {
+  std::string out =
+      fmt::format("{:<14}{:>10}{:>10}{:>10}{:>8}{:>8}  {}\n", "GPU", "GiB",
+                  "TB/s", "bf16 TF", "NVLink", "common", "aliases");
+  for (const Gpu& g : catalog.gpus) {
+    std::string aliases;
+    for (const auto& alias : g.aliases) {
+      aliases += aliases.empty() ? alias : ", " + alias;
+    }
+    fmt::format_to(std::back_inserter(out),
+                   "{:<14}{:>10}{:>10.2f}{:>10.0f}{:>8}{:>8}  {}\n", g.name,
+                   gib(g.capacity_bytes), g.bandwidth_gb_s / 1e3, g.bf16_tflops,
+                   g.nvlink_gb_s > 0 ? fmt::format("{:.0f}", g.nvlink_gb_s)
+                                     : std::string("PCIe"),
+                   g.common ? "yes" : "", aliases);
+  }
+  if (!catalog.instances.empty()) {
+    out += "\ninstance              GPUs\n";
+    for (const Instance& i : catalog.instances) {
+      fmt::format_to(std::back_inserter(out), "{:<22}{}x{}\n", i.name, i.count,
+                     i.gpu);
+    }
+  }
+  return out;
+}
+
+std::string render_gpus_json(const Catalog& catalog) {
+  Json gpus = Json::array();
+  for (const Gpu& g : catalog.gpus) {
+    gpus.push_back({{"name", g.name},
+                    {"full_name", g.full_name},
+                    {"aliases", g.aliases},
+                    {"vendor", g.vendor},
+                    {"arch", g.arch},
+                    {"compute_capability", g.compute_capability},
+                    {"capacity_bytes", g.capacity_bytes},
+                    {"smi_bytes", g.smi_bytes},
+                    {"bandwidth_gb_s", g.bandwidth_gb_s},
+                    {"bf16_tflops", g.bf16_tflops},
+                    {"fp8_tflops", g.fp8_tflops},
+                    {"nvlink_gb_s", g.nvlink_gb_s},
+                    {"pcie_gb_s", g.pcie_gb_s},
+                    {"common", g.common}});
+  }
+  Json instances = Json::array();
+  for (const Instance& i : catalog.instances) {
+    instances.push_back({{"name", i.name}, {"gpu", i.gpu}, {"count", i.count}});
+  }
+  Json doc;
+  doc["schema"] = "oomplan.gpus/1";
+  doc["gpus"] = gpus;
+  doc["instances"] = instances;
+  return doc.dump(2) + "\n";
 }
 
 }  // namespace oomplan

@@ -1,3 +1,290 @@
+// Rendering a hand-built Plan: exact text, JSON keys and types, Markdown.
+// The Plan is built by hand (not by memory()) so these tests pin the report
+// alone; the numbers are whole GiB so each rendered figure is checkable.
+
 #include "support.hpp"
 
+#include "oomplan/report.hpp"
+
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace {
+
+using namespace oomplan;
+using nlohmann::json;
+
+Model toy_model() {
+  Model m;
+  m.name = "toy-7b";
+  m.hf_id = "example/toy-7b";
+  m.hidden_size = 4096;
+  m.num_layers = 32;
+  m.num_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 128;
+  m.intermediate_size = 14336;
+  m.vocab_size = 32000;
+  m.max_position_embeddings = 8192;
+  m.official_params = 7'000'000'000;  // shown as "7.00B"
+  return m;
+}
+
+Gpu toy_gpu() {
+  Gpu g;
+  g.name = "G80";
+  g.capacity_bytes = 80 * k_gib;
+  g.common = true;
+  return g;
+}
+
+const Model k_model = toy_model();
+const Gpu k_gpu = toy_gpu();
+
+// 2 x G80, tp 2, seq 8192: weights 7 GiB + KV 2 GiB + overhead 0.5 GiB =
+// 9.5 GiB of 80 GiB (11.9 %), 70.5 GiB headroom (88.1 %).
+Plan fitting_plan() {
+  Plan plan;
+  plan.model = &k_model;
+  plan.gpu = &k_gpu;
+  plan.model_arg = "toy";
+  plan.setup.gpus = 2;
+  plan.setup.tp = 2;
+  plan.setup.seq = 8192;
+  plan.setup.max_model_len = 8192;
+  Budget& b = plan.budget;
+  b.capacity_bytes = 80 * k_gib;
+  b.usable_bytes = 80 * k_gib;
+  b.add("weights", 7 * k_gib, "params / tp x 2 B");
+  b.add("kv_cache", 2 * k_gib, "2 x layers x kv_heads x head_dim x 2 B x seq");
+  b.add("overhead", k_gib / 2, "CUDA context + cuBLAS + NCCL");
+  b.peak = {.allocated_bytes = 9 * k_gib,
+            .reserved_bytes = 9 * k_gib,
+            .device_bytes = 9 * k_gib + k_gib / 2,
+            .phase = Phase::prefill};
+  return plan;
+}
+
+// The same card, 100 GiB of weights: 20 GiB over.
+Plan failing_plan() {
+  Plan plan = fitting_plan();
+  plan.budget = Budget{};
+  Budget& b = plan.budget;
+  b.capacity_bytes = 80 * k_gib;
+  b.usable_bytes = 80 * k_gib;
+  b.add("weights", 100 * k_gib, "params / tp x 2 B");
+  b.peak = {.allocated_bytes = 100 * k_gib,
+            .reserved_bytes = 100 * k_gib,
+            .device_bytes = 100 * k_gib,
+            .phase = Phase::load};
+  Fix fix;
+  fix.rank = 1;
+  fix.id = "int4-weights";
+  fix.title = "Quantize the weights to 4 bits (AWQ)";
+  fix.setup = plan.setup;
+  fix.setup.quant = Quant::awq;
+  fix.total_bytes = 30 * k_gib;
+  fix.fits = true;
+  fix.saves_bytes = 70 * k_gib;
+  fix.cost_class = CostClass::accuracy;
+  fix.cost = "accuracy risk";
+  fix.engine_flags = "--quantization awq";
+  plan.fixes.push_back(fix);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("report: text shows the setup, the per-GPU table and the verdict",
+          "[report]") {
+  const std::string expected =
+      "toy-7b (7.00B params) on 2 x G80: infer (hf), seq 8192, batch 1, "
+      "bf16, weights bf16, kv bf16, tp 2, pp 1, dp 1, attn flash\n"
+      "\n"
+      "per GPU               GiB   of card\n"
+      "  weights            7.00     8.8 %  "
+      "██░░░░░░░░░░░░░░░░░░  params / tp x 2 B\n"
+      "  kv_cache           2.00     2.5 %  "
+      "█░░░░░░░░░░░░░░░░░░░  2 x layers x kv_heads x head_dim x 2 B x seq\n"
+      "  overhead           0.50     0.6 %  "
+      "░░░░░░░░░░░░░░░░░░░░  CUDA context + cuBLAS + NCCL\n"
+      "  total              9.50    11.9 %  ██░░░░░░░░░░░░░░░░░░\n"
+      "  capacity          80.00   100.0 %\n"
+      "\n"
+      "FITS: 9.50 GiB of 80.00 GiB per GPU, 70.50 GiB headroom (88.1 % of "
+      "usable)\n"
+      "peak at prefill: 9.00 GiB allocated (torch max_memory_allocated), "
+      "9.00 GiB reserved (max_memory_reserved), 9.50 GiB on the device "
+      "(nvidia-smi)\n";
+  CHECK(render_text(fitting_plan(), {}) == expected);
+}
+
+TEST_CASE("report: a plan that does not fit shows the shortfall and the fixes",
+          "[report]") {
+  const std::string text = render_text(failing_plan(), {});
+  // 100 GiB needed - 80 GiB usable = 20 GiB over.
+  CHECK_THAT(text,
+             Catch::Contains("DOES NOT FIT: needs 100.00 GiB per GPU, 20.00 "
+                             "GiB over the 80.00 GiB usable\n"));
+  CHECK_THAT(text, Catch::Contains("fixes, best first"));
+  CHECK_THAT(text, Catch::Contains("   1  Quantize the weights to 4 bits (AWQ)"
+                                   "            30.00 GiB  yes   accuracy "
+                                   "risk\n"));
+  CHECK_THAT(text, Catch::Contains("      oomplan toy"));
+  CHECK_THAT(text, Catch::Contains("      launch: --quantization awq\n"));
+}
+
+TEST_CASE("report: colour codes appear only when asked for", "[report]") {
+  const Plan plan = failing_plan();
+  CHECK(render_text(plan, {.color = false}).find('\x1b') == std::string::npos);
+  const std::string coloured = render_text(plan, {.color = true});
+  CHECK_THAT(coloured, Catch::Contains("\x1b[1;31mDOES NOT FIT:\x1b[0m"));
+  CHECK(render_json(plan).find('\x1b') == std::string::npos);
+  CHECK(render_markdown(plan).find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("report: JSON carries every oomplan.plan/1 key with integer bytes",
+          "[report]") {
+  const json doc = json::parse(render_json(failing_plan()));
+  for (const char* key :
+       {"schema", "model", "gpu", "setup", "components", "total_bytes",
+        "usable_bytes", "fits", "headroom_bytes", "host_bytes", "warnings",
+        "fixes", "peak"}) {
+    INFO(key);
+    CHECK(doc.contains(key));
+  }
+  CHECK(doc["schema"] == "oomplan.plan/1");
+  CHECK(doc["model"]["name"] == "toy-7b");
+  CHECK(doc["model"]["params"] == 7'000'000'000);
+  CHECK(doc["gpu"]["name"] == "G80");
+  CHECK(doc["gpu"]["count"] == 2);
+  CHECK(doc["gpu"]["capacity_bytes"] == 80 * k_gib);
+  for (const char* key : {"mode", "engine", "seq", "batch", "dtype", "quant",
+                          "kv_dtype", "tp", "pp", "dp", "zero"}) {
+    INFO(key);
+    CHECK(doc["setup"].contains(key));
+  }
+  CHECK(doc["setup"]["tp"] == 2);
+  CHECK(doc["setup"]["dp"] == 1);
+  CHECK(doc["setup"]["quant"] == "none");
+  CHECK(doc["components"][0]["name"] == "weights");
+  CHECK(doc["components"][0]["bytes"].is_number_integer());
+  CHECK(doc["components"][0]["bytes"] == 100 * k_gib);
+  CHECK(doc["total_bytes"].is_number_integer());
+  CHECK(doc["headroom_bytes"] == -20 * k_gib);
+  CHECK(doc["fits"] == false);
+  const json& fix = doc["fixes"][0];
+  for (const char* key : {"rank", "id", "title", "args", "total_bytes", "fits",
+                          "saves_bytes", "cost"}) {
+    INFO(key);
+    CHECK(fix.contains(key));
+  }
+  CHECK(fix["id"] == "int4-weights");
+  CHECK(fix["saves_bytes"] == 70 * k_gib);
+  CHECK(doc["peak"]["allocated_bytes"] == 100 * k_gib);
+  CHECK(doc["peak"]["phase"] == "load");
+  // Neither pipeline stages nor a vLLM profile in this plan.
+  CHECK_FALSE(doc.contains("stages"));
+  CHECK_FALSE(doc.contains("vllm"));
+}
+
+TEST_CASE("report: stages and the vLLM profile appear when the setup has them",
+          "[report]") {
+  Plan plan = fitting_plan();
+  plan.setup.engine = Engine::vllm;
+  plan.setup.tp = 1;
+  plan.setup.pp = 2;
+  plan.budget.stages = {
+      {.stage = 0,
+       .layers = 16,
+       .weights_bytes = 4 * k_gib,
+       .total_bytes = 5 * k_gib},
+      {.stage = 1,
+       .layers = 16,
+       .weights_bytes = 3 * k_gib,
+       .total_bytes = 4 * k_gib},
+  };
+  VllmProfile v;
+  v.requested_bytes = 72 * k_gib;  // 0.9 x 80 GiB
+  v.weights_bytes = 4 * k_gib;
+  v.kv_cache_bytes = 60 * k_gib;
+  v.kv_bytes_per_token = 65'536;  // 32 layers x 2 x 4 kv heads x 128 x 2 B
+  v.kv_tokens = 983'040;          // 60 GiB / 64 KiB
+  v.max_concurrency = 120.0;      // 983,040 / 8,192
+  v.max_model_len_fit = 8192;
+  plan.budget.vllm = v;
+
+  const json doc = json::parse(render_json(plan));
+  REQUIRE(doc.contains("stages"));
+  CHECK(doc["stages"].size() == 2);
+  CHECK(doc["stages"][1]["layers"] == 16);
+  CHECK(doc["stages"][1]["weights_bytes"] == 3 * k_gib);
+  REQUIRE(doc.contains("vllm"));
+  CHECK(doc["vllm"]["kv_tokens"] == 983'040);
+  CHECK(doc["vllm"]["max_concurrency"] == Approx(120.0));
+  CHECK(doc["vllm"]["error"].is_null());
+
+  const std::string text = render_text(plan, {});
+  CHECK_THAT(text, Catch::Contains("vLLM start-up profile"));
+  CHECK_THAT(text, Catch::Contains("  KV tokens                          "
+                                   "983040 (at 65536 B per token per GPU)"));
+  CHECK_THAT(text, Catch::Contains("stage"));
+
+  plan.budget.vllm->error = "No available memory for the cache blocks";
+  const json failed = json::parse(render_json(plan));
+  CHECK(failed["vllm"]["error"] == "No available memory for the cache blocks");
+  CHECK_THAT(render_text(plan, {}),
+             Catch::Contains("vLLM would not start: No available memory"));
+}
+
+TEST_CASE("report: each warning bit becomes one sentence", "[report]") {
+  Plan plan = fitting_plan();
+  CHECK(warning_texts(plan).empty());
+  plan.budget.warnings = static_cast<unsigned>(Warning::no_nvlink) |
+                         static_cast<unsigned>(Warning::seq_beyond_context);
+  plan.setup.seq = 16384;
+  const auto texts = warning_texts(plan);
+  REQUIRE(texts.size() == 2);
+  CHECK_THAT(texts[0], Catch::StartsWith("G80 cards have no NVLink"));
+  CHECK(texts[1] ==
+        "--seq 16384 is beyond the model's 8192-token context "
+        "(max_position_embeddings)");
+  CHECK_THAT(render_text(plan, {}), Catch::Contains("warnings:\n  - G80"));
+
+  // Every bit yields its own sentence.
+  plan.budget.warnings = ~0U;
+  CHECK(warning_texts(plan).size() == 9);
+}
+
+TEST_CASE("report: markdown renders the budget as a table for PR comments",
+          "[report]") {
+  const std::string md = render_markdown(fitting_plan());
+  CHECK_THAT(md, Catch::StartsWith("### oomplan: toy-7b on 2 x G80\n"));
+  CHECK_THAT(md, Catch::Contains("| component (per GPU) | GiB | of card | "
+                                 "formula |\n|---|---:|---:|---|\n"));
+  CHECK_THAT(md,
+             Catch::Contains("| weights | 7.00 | 8.8 % | `params / tp x 2 B` "
+                             "|\n"));
+  CHECK_THAT(md, Catch::Contains("| **total** | **9.50** | **11.9 %** | |\n"));
+  CHECK_THAT(md, Catch::Contains("**Fits:** 9.50 GiB of 80.00 GiB per GPU"));
+  const std::string failing = render_markdown(failing_plan());
+  CHECK_THAT(failing, Catch::Contains("| 1 | Quantize the weights to 4 bits "
+                                      "(AWQ) | 30.00 | yes | accuracy risk |"));
+}
+
+TEST_CASE("report: the catalog lists render as tables and JSON", "[report]") {
+  Catalog catalog;
+  catalog.models.push_back(k_model);
+  catalog.gpus.push_back(k_gpu);
+  catalog.instances.push_back({.name = "box.8x", .gpu = "G80", .count = 8});
+  CHECK_THAT(render_models_text(catalog), Catch::Contains("toy-7b"));
+  const json models = json::parse(render_models_json(catalog));
+  CHECK(models["schema"] == "oomplan.models/1");
+  CHECK(models["models"][0]["params"] == 7'000'000'000);
+  const json gpus = json::parse(render_gpus_json(catalog));
+  CHECK(gpus["gpus"][0]["capacity_bytes"] == 80 * k_gib);
+  CHECK(gpus["instances"][0]["count"] == 8);
+  CHECK_THAT(render_gpus_text(catalog), Catch::Contains("box.8x"));
+}

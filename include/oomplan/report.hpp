@@ -4,6 +4,7 @@
 // beyond bytes -> GiB for display.
 
 #include "oomplan/advice.hpp"
+#include "oomplan/catalog.hpp"
 #include "oomplan/memory.hpp"
 #include "oomplan/search.hpp"
 
@@ -39,6 +40,37 @@ std::string plan_args(const std::string& model_arg, const Gpu& gpu,
 
 // Warning bits -> sentences.
 std::vector<std::string> warning_texts(const Plan& plan);
+
+// `oomplan MODEL` without --gpus: for each common GPU, the fewest that fit.
+struct SizingRow {
+  const Gpu* gpu = nullptr;
+  int count = 0;  // total GPUs of the smallest setup tried that fits; 0: none
+  Setup setup;    // that setup, resolved (the last one tried when none fits)
+  Bytes total_bytes = 0;   // per GPU
+  Bytes usable_bytes = 0;  // per GPU
+  bool fits = false;
+};
+struct Sizing {
+  const Model* model = nullptr;
+  Setup setup;            // the user's setup (gpus unset)
+  std::string model_arg;  // what the user typed for MODEL
+  int max_gpus = 0;       // the largest count tried
+  std::vector<SizingRow> rows;
+};
+std::string render_sizing_text(const Sizing& sizing,
+                               const RenderOptions& options);
+// {"schema": "oomplan.sizing/1", "model", "setup", "max_gpus", "options":
+// [...]}
+std::string render_sizing_json(const Sizing& sizing);
+std::string render_sizing_markdown(const Sizing& sizing);
+
+// `oomplan models` / `oomplan gpus`: the catalog as a table or as JSON
+// ({"schema": "oomplan.models/1", "models": [...]}, {"schema":
+// "oomplan.gpus/1", "gpus": [...], "instances": [...]}).
+std::string render_models_text(const Catalog& catalog);
+std::string render_models_json(const Catalog& catalog);
+std::string render_gpus_text(const Catalog& catalog);
+std::string render_gpus_json(const Catalog& catalog);
 
 }  // namespace oomplan
 
