@@ -1,10 +1,193 @@
 #include "oomplan/report.hpp"
 
-namespace oomplan {
+#include <fmt/format.h>
 
-std::string plan_args(const std::string& model_arg, const Gpu& /*gpu*/,
-                      const Setup& /*setup*/) {
-  return model_arg;
+#include <algorithm>
+#include <iterator>
+
+// plan_args: the command line after `oomplan` that plans `setup` again
+// (DESIGN §2 fixes[].args). Only options that differ from their default are
+// written, in DESIGN's table order, so a fix reads as "what changed". The
+// defaults that resolve_setup derives (tp, max_model_len, qlora's nf4) are
+// mirrored here: a value equal to the derived default is left out.
+
+namespace oomplan {
+namespace {
+
+std::string_view era_version(VllmEra era) {
+  switch (era) {
+    case VllmEra::v0:
+      return "0.6";
+    case VllmEra::v1_early:
+      return "0.10";
+    case VllmEra::current:
+      break;
+  }
+  return "";
+}
+
+// Quotes a word for a POSIX shell when it holds anything but safe characters.
+std::string shell_word(const std::string& word) {
+  const bool safe =
+      !word.empty() && word.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
+                           "XYZ0123456789-_./:@+,=") == std::string::npos;
+  if (safe) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+}  // namespace
+
+std::string plan_args(const std::string& model_arg, const Gpu& gpu,
+                      const Setup& setup) {
+  std::string out = shell_word(model_arg);
+  auto add = [&out](std::string_view option, const auto& value) {
+    fmt::format_to(std::back_inserter(out), " {} {}", option, value);
+  };
+  auto flag = [&out](std::string_view option) {
+    out += ' ';
+    out += option;
+  };
+  const Setup d;  // DESIGN §2 defaults
+  add("--gpus", fmt::format("{}x{}", setup.gpus, gpu.name));
+  if (setup.nodes != d.nodes) {
+    add("--nodes", setup.nodes);
+  }
+  if (setup.mode != d.mode) {
+    add("--mode", mode_name(setup.mode));
+  }
+  if (setup.engine != d.engine) {
+    add("--engine", engine_name(setup.engine));
+  }
+  if (setup.seq != d.seq) {
+    add("--seq", setup.seq);
+  }
+  if (setup.batch != d.batch) {
+    add("--batch", setup.batch);
+  }
+  if (setup.dtype != d.dtype) {
+    add("--dtype", dtype_name(setup.dtype));
+  }
+  // resolve_setup turns `auto` into the checkpoint's format (none for 16-bit
+  // checkpoints) and nf4 in qlora; `none` is therefore written only when the
+  // caller asked for it explicitly (never by advise or fit).
+  const bool default_quant =
+      setup.quant == Quant::automatic || setup.quant == Quant::none ||
+      (setup.mode == Mode::qlora && setup.quant == Quant::nf4);
+  if (!default_quant) {
+    add("--quant", quant_name(setup.quant));
+  }
+  if (setup.kv_dtype) {
+    add("--kv-dtype", dtype_name(*setup.kv_dtype));
+  }
+  // resolve_setup: inference splits each node's GPUs by tensor parallelism,
+  // training defaults to tp 1.
+  const int pp = setup.pp > 0 ? setup.pp : 1;
+  const int default_tp =
+      setup.training() || setup.split_layers ? 1 : std::max(setup.gpus / pp, 1);
+  if (setup.tp != 0 && setup.tp != default_tp) {
+    add("--tp", setup.tp);
+  }
+  if (setup.pp != d.pp) {
+    add("--pp", setup.pp);
+  }
+  if (setup.split_layers) {
+    add("--split", "layers");
+  }
+  if (setup.sequence_parallel) {
+    flag("--sequence-parallel");
+  }
+  if (setup.fsdp) {
+    flag("--fsdp");
+  } else if (setup.zero != d.zero) {
+    add("--zero", setup.zero);
+  }
+  if (setup.offload != d.offload) {
+    add("--offload", offload_name(setup.offload));
+  }
+  if (setup.checkpointing != d.checkpointing) {
+    add("--checkpointing", checkpointing_name(setup.checkpointing));
+  }
+  if (setup.attn != d.attn) {
+    add("--attn", attn_name(setup.attn));
+  }
+  if (setup.precision != d.precision) {
+    add("--precision", precision_name(setup.precision));
+  }
+  if (setup.optimizer != d.optimizer) {
+    add("--optimizer", optimizer_name(setup.optimizer));
+  }
+  if (setup.compile) {
+    flag("--compile");
+  }
+  const bool lora = setup.mode == Mode::lora || setup.mode == Mode::qlora;
+  if (lora && setup.lora_rank != d.lora_rank) {
+    add("--lora-rank", setup.lora_rank);
+  }
+  if (lora && setup.lora_targets != d.lora_targets) {
+    add("--lora-targets", lora_targets_text(setup.lora_targets));
+  }
+  if (setup.optimizer_in_bwd) {
+    flag("--optimizer-in-bwd");
+  }
+  if (setup.loss != d.loss) {
+    add("--loss", loss_name(setup.loss));
+  }
+  if (setup.activation_offload) {
+    flag("--activation-offload");
+  }
+  if (setup.grad_accum != d.grad_accum) {
+    add("--grad-accum", setup.grad_accum);
+  }
+  if (setup.engine == Engine::vllm) {
+    if (setup.gpu_util != d.gpu_util) {
+      add("--gpu-util", setup.gpu_util);
+    }
+    if (setup.enforce_eager) {
+      flag("--enforce-eager");
+    }
+    if (setup.vllm_version != d.vllm_version) {
+      add("--vllm-version", era_version(setup.vllm_version));
+    }
+    // resolve_setup's scheduler budget: V0 one max_model_len prompt (>= 2048;
+    // 512-token chunks above 32k), V1 8192.
+    const std::int64_t len =
+        setup.max_model_len != 0 ? setup.max_model_len : setup.seq;
+    const std::int64_t default_tokens =
+        setup.vllm_version == VllmEra::v0
+            ? (len > 32768 ? 512 : std::max<std::int64_t>(len, 2048))
+            : 8192;
+    if (setup.max_num_batched_tokens != 0 &&
+        setup.max_num_batched_tokens != default_tokens) {
+      add("--max-num-batched-tokens", setup.max_num_batched_tokens);
+    }
+    if (setup.max_num_seqs != d.max_num_seqs) {
+      add("--max-num-seqs", setup.max_num_seqs);
+    }
+  }
+  if (setup.max_model_len != 0 && setup.max_model_len != setup.seq) {
+    add("--max-model-len", setup.max_model_len);
+  }
+  if (setup.overhead_gib >= 0) {
+    add("--overhead-gib", setup.overhead_gib);
+  }
+  if (setup.reserve >= 0) {
+    add("--reserve", setup.reserve);
+  }
+  if (setup.price > 0) {
+    add("--price", setup.price);
+  }
+  return out;
 }
 
 }  // namespace oomplan

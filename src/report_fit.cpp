@@ -1,21 +1,209 @@
 #include "oomplan/report.hpp"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iterator>
+
+// `oomplan fit` output. Formatting only: every number comes from fit()
+// (memory() and estimate_time()); bytes become GiB for display.
+
 namespace oomplan {
+namespace {
 
-std::string render_fit_text(const FitResult& /*result*/, const Model& /*model*/,
-                            const std::string& /*model_arg*/) {
-  return {};
+using Json = nlohmann::ordered_json;
+
+// The settings that tell plans apart, in a few words.
+std::string summary(const Setup& s) {
+  std::string out = fmt::format("tp {} pp {} dp {}", s.tp, s.pp, s.dp());
+  auto add = [&out](const std::string& word) {
+    out += ", ";
+    out += word;
+  };
+  if (s.training()) {
+    if (s.zero_stage() > 0) {
+      add(fmt::format("ZeRO-{}", s.zero_stage()));
+    }
+    add(fmt::format("micro-batch {}", s.batch));
+    if (s.grad_accum > 1) {
+      add(fmt::format("grad-accum {}", s.grad_accum));
+    }
+    if (s.checkpointing != Checkpointing::none) {
+      add(fmt::format("{} checkpointing", checkpointing_name(s.checkpointing)));
+    }
+  } else {
+    add(fmt::format("batch {}", s.batch));
+  }
+  if (s.quant != Quant::none && s.quant != Quant::automatic) {
+    add(std::string(quant_name(s.quant)));
+  }
+  if (s.kv_dtype) {
+    add(fmt::format("{} KV", dtype_name(*s.kv_dtype)));
+  }
+  if (s.offload != Offload::none) {
+    add(fmt::format("offload {}", offload_name(s.offload)));
+  }
+  return out;
 }
 
-std::string render_fit_json(const FitResult& /*result*/, const Model& /*model*/,
-                            const std::string& /*model_arg*/) {
-  return {};
+// Step time in the unit that reads best.
+std::string duration(double seconds) {
+  if (seconds <= 0) {
+    return "-";
+  }
+  if (seconds < 1) {
+    return fmt::format("{:.1f} ms", seconds * 1e3);
+  }
+  return fmt::format("{:.1f} s", seconds);
 }
 
-std::string render_fit_markdown(const FitResult& /*result*/,
-                                const Model& /*model*/,
-                                const std::string& /*model_arg*/) {
-  return {};
+std::string rate(double tokens_per_s) {
+  if (tokens_per_s <= 0) {
+    return "-";
+  }
+  if (tokens_per_s >= 1e4) {
+    return fmt::format("{:.0f}k", tokens_per_s / 1e3);
+  }
+  return fmt::format("{:.0f}", tokens_per_s);
+}
+
+std::string header(const FitResult& result, const Model& model) {
+  const Setup& b = result.base;
+  return fmt::format(
+      "oomplan fit {}: mode {}, {} tokens per sequence, up to {} GPUs; {} "
+      "configurations priced, {} on the Pareto front (GPUs, time per token, "
+      "headroom)\n",
+      model.name, mode_name(b.mode), b.seq, result.max_gpus, result.evaluated,
+      result.front);
+}
+
+Json setup_json(const Setup& s) {
+  Json j = {
+      {"mode", mode_name(s.mode)},
+      {"engine", engine_name(s.engine)},
+      {"seq", s.seq},
+      {"batch", s.batch},
+      {"dtype", dtype_name(s.dtype)},
+      {"quant", quant_name(s.quant)},
+      {"kv_dtype", dtype_name(s.kv_dtype.value_or(s.dtype))},
+      {"tp", s.tp},
+      {"pp", s.pp},
+      {"dp", s.tp > 0 && s.pp > 0 ? s.dp() : 0},
+      {"zero", s.zero_stage()},
+      {"gpus", s.gpus},
+      {"nodes", s.nodes},
+      {"offload", offload_name(s.offload)},
+      {"checkpointing", checkpointing_name(s.checkpointing)},
+      {"attn", attn_name(s.attn)},
+      {"precision", precision_name(s.precision)},
+      {"optimizer", optimizer_name(s.optimizer)},
+      {"grad_accum", s.grad_accum},
+      {"gpu_util", s.gpu_util},
+      {"max_model_len", s.max_model_len},
+  };
+  return j;
+}
+
+}  // namespace
+
+std::string render_fit_text(const FitResult& result, const Model& model,
+                            const std::string& model_arg) {
+  std::string out = header(result, model);
+  if (result.plans.empty()) {
+    fmt::format_to(std::back_inserter(out),
+                   "no configuration fits within {} GPUs; raise --max-gpus, "
+                   "lower --seq or allow quantization and offload\n",
+                   result.max_gpus);
+    return out;
+  }
+  const bool training = result.base.training();
+  const bool priced = result.base.price > 0;
+  fmt::format_to(std::back_inserter(out),
+                 "\n{:>3}  {:<14} {:>10} {:>10} {:>10} {:>9}{}  {}\n", "#",
+                 "GPUs", "per GPU", "headroom", training ? "step" : "decode",
+                 "tokens/s", priced ? fmt::format(" {:>8}", "$/Mtok") : "",
+                 "layout");
+  int rank = 0;
+  for (const FitPlan& p : result.plans) {
+    ++rank;
+    fmt::format_to(std::back_inserter(out),
+                   "{:>3}  {:<14} {:>10} {:>10} {:>10} {:>9}{}  {}\n", rank,
+                   fmt::format("{}x {}", p.setup.total_gpus(), p.gpu->name),
+                   format_gib(p.total_bytes), format_gib(p.headroom_bytes),
+                   duration(p.time.step_s), rate(p.time.tokens_per_s),
+                   priced ? fmt::format(" {:>8.2f}", p.time.usd_per_mtok) : "",
+                   summary(p.setup));
+    fmt::format_to(std::back_inserter(out), "     oomplan {}\n",
+                   plan_args(model_arg, *p.gpu, p.setup));
+  }
+  out +=
+      "\nTimes assume 40 % MFU, 80 % of HBM bandwidth in decode and 75 % of "
+      "link bandwidth in collectives.\n";
+  return out;
+}
+
+std::string render_fit_json(const FitResult& result, const Model& model,
+                            const std::string& model_arg) {
+  Json doc;
+  doc["schema"] = "oomplan.fit/1";
+  doc["model"] = {{"name", model.name},
+                  {"params", count_params(model).total()}};
+  doc["evaluated"] = result.evaluated;
+  doc["front"] = result.front;
+  doc["max_gpus"] = result.max_gpus;
+  Json plans = Json::array();
+  int rank = 0;
+  for (const FitPlan& p : result.plans) {
+    const StepTime& t = p.time;
+    plans.push_back({
+        {"rank", ++rank},
+        {"args", plan_args(model_arg, *p.gpu, p.setup)},
+        {"gpu",
+         {{"name", p.gpu->name},
+          {"count", p.setup.total_gpus()},
+          {"capacity_bytes", p.gpu->capacity_bytes}}},
+        {"setup", setup_json(p.setup)},
+        {"total_bytes", p.total_bytes},
+        {"headroom_bytes", p.headroom_bytes},
+        {"fits", p.fits},
+        {"step_time_s", t.step_s},
+        {"tokens_per_s", t.tokens_per_s},
+        {"usd_per_mtok",
+         t.usd_per_mtok > 0 ? Json(t.usd_per_mtok) : Json(nullptr)},
+        {"time",
+         {{"compute_s", t.compute_s},
+          {"memory_s", t.memory_s},
+          {"comm_s", t.comm_s},
+          {"offload_s", t.offload_s},
+          {"tokens_per_step", t.tokens_per_step},
+          {"comm_bound", t.comm_bound}}},
+    });
+  }
+  doc["plans"] = plans;
+  return doc.dump(2) + "\n";
+}
+
+std::string render_fit_markdown(const FitResult& result, const Model& model,
+                                const std::string& model_arg) {
+  std::string out = "### " + header(result, model) + "\n";
+  if (result.plans.empty()) {
+    fmt::format_to(std::back_inserter(out),
+                   "No configuration fits within {} GPUs.\n", result.max_gpus);
+    return out;
+  }
+  out +=
+      "| # | GPUs | per GPU | headroom | step | tokens/s | layout | command "
+      "|\n|---:|---|---:|---:|---:|---:|---|---|\n";
+  int rank = 0;
+  for (const FitPlan& p : result.plans) {
+    fmt::format_to(std::back_inserter(out),
+                   "| {} | {}x {} | {} | {} | {} | {} | {} | `oomplan {}` |\n",
+                   ++rank, p.setup.total_gpus(), p.gpu->name,
+                   format_gib(p.total_bytes), format_gib(p.headroom_bytes),
+                   duration(p.time.step_s), rate(p.time.tokens_per_s),
+                   summary(p.setup), plan_args(model_arg, *p.gpu, p.setup));
+  }
+  return out;
 }
 
 }  // namespace oomplan

@@ -1,10 +1,306 @@
 #include "oomplan/search.hpp"
 
-namespace oomplan {
+#include "oomplan/error.hpp"
 
-FitResult fit(const Model& /*model*/, const std::vector<const Gpu*>& /*gpus*/,
-              const Setup& /*base*/, const FitConstraints& /*constraints*/) {
-  return {};
+#include <algorithm>
+#include <array>
+#include <optional>
+
+// `oomplan fit`. Invariants:
+// - every plan kept was priced by memory() on its resolved setup (never
+//   estimated, never scaled from a neighbour), and fits with at least the
+//   requested headroom;
+// - the kept plans form, for each GPU type, the Pareto front on (total GPUs
+//   fewer, seconds per token lower, headroom larger): a plan is dropped only
+//   when another plan of the same card is at least as good on all three and
+//   better on one. Cards are not compared with each other (their prices
+//   differ and the catalog has none);
+// - the output order is deterministic: GPUs, then seconds per token, then
+//   headroom, then card name, then enumeration order.
+// Pruning relies on monotonicity the memory model guarantees: a larger
+// micro-batch never lowers the peak, and the most frugal variant of a layout
+// (ZeRO-3, full checkpointing, micro-batch 1) fitting is necessary for any
+// other variant to fit.
+
+namespace oomplan {
+namespace {
+
+constexpr std::array k_micro_batches = {1, 2, 4, 8, 16, 32};
+constexpr std::array k_tp_sizes = {1, 2, 4, 8};
+constexpr std::array k_pp_sizes = {1, 2, 4, 8, 16};
+
+struct Candidate {
+  FitPlan plan;
+  double seconds_per_token = 0;
+  std::size_t order = 0;  // enumeration order, the final tie-break
+};
+
+bool dominates(const Candidate& a, const Candidate& b) {
+  const int ga = a.plan.setup.total_gpus();
+  const int gb = b.plan.setup.total_gpus();
+  const bool no_worse = ga <= gb &&
+                        a.seconds_per_token <= b.seconds_per_token &&
+                        a.plan.headroom_bytes >= b.plan.headroom_bytes;
+  const bool better = ga < gb || a.seconds_per_token < b.seconds_per_token ||
+                      a.plan.headroom_bytes > b.plan.headroom_bytes;
+  return no_worse && better;
+}
+
+// The GPU counts tried: powers of two inside one node, then whole 8-GPU
+// nodes.
+std::vector<int> gpu_counts(int max_gpus) {
+  std::vector<int> counts;
+  for (int n = 1; n <= std::min(8, max_gpus); n *= 2) {
+    counts.push_back(n);
+  }
+  for (int n = 16; n <= max_gpus; n += 8) {
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+class Search {
+ public:
+  Search(const Model& model, const Setup& base, const FitConstraints& limits)
+      : m_model(model), m_base(base), m_limits(limits) {}
+
+  void run(const Gpu& gpu) {
+    m_front.clear();
+    for (const int count : gpu_counts(m_limits.max_gpus)) {
+      const int per_node = std::min(count, 8);
+      const int nodes = count / per_node;
+      for (const int tp : k_tp_sizes) {
+        for (const int pp : k_pp_sizes) {
+          layout(gpu, per_node, nodes, tp, pp);
+        }
+      }
+    }
+    for (auto& c : m_front) {
+      m_kept.push_back(std::move(c));
+    }
+  }
+
+  FitResult result() {
+    std::sort(m_kept.begin(), m_kept.end(),
+              [](const Candidate& a, const Candidate& b) {
+                const int ga = a.plan.setup.total_gpus();
+                const int gb = b.plan.setup.total_gpus();
+                if (ga != gb) {
+                  return ga < gb;
+                }
+                if (a.seconds_per_token != b.seconds_per_token) {
+                  return a.seconds_per_token < b.seconds_per_token;
+                }
+                if (a.plan.headroom_bytes != b.plan.headroom_bytes) {
+                  return a.plan.headroom_bytes > b.plan.headroom_bytes;
+                }
+                if (a.plan.gpu->name != b.plan.gpu->name) {
+                  return a.plan.gpu->name < b.plan.gpu->name;
+                }
+                return a.order < b.order;
+              });
+    FitResult out;
+    out.evaluated = m_evaluated;
+    out.front = static_cast<std::int64_t>(m_kept.size());
+    out.base = m_base;
+    out.max_gpus = m_limits.max_gpus;
+    const auto top = static_cast<std::size_t>(std::max(m_limits.top, 0));
+    for (std::size_t i = 0; i < m_kept.size() && i < top; ++i) {
+      out.plans.push_back(m_kept[i].plan);
+    }
+    return out;
+  }
+
+ private:
+  // One (card, GPUs, tp, pp) layout: the knobs that do not change the model's
+  // split.
+  void layout(const Gpu& gpu, int per_node, int nodes, int tp, int pp) {
+    const int count = per_node * nodes;
+    if (tp > per_node || tp * pp > count || count % (tp * pp) != 0) {
+      return;
+    }
+    Setup s = m_base;
+    s.gpus = per_node;
+    s.nodes = nodes;
+    s.tp = tp;
+    s.pp = pp;
+    s.split_layers = false;
+    if (!s.training()) {
+      // Inference: replicas only when one replica already spans whole
+      // nodes or the node is split evenly; pipelines cross nodes.
+      if (pp > nodes) {
+        return;
+      }
+      s.zero = 0;
+      s.fsdp = false;
+    }
+    try {
+      validate_setup(m_model, gpu, resolve_setup(m_model, s));
+    } catch (const Error&) {
+      return;
+    }
+    if (s.training()) {
+      training(gpu, s);
+    } else {
+      inference(gpu, s);
+    }
+  }
+
+  void training(const Gpu& gpu, const Setup& layout) {
+    const int dp = layout.dp();
+    const std::int64_t global = m_limits.global_batch;
+    if (global > 0 && global % dp != 0) {
+      return;
+    }
+    std::vector<int> stages = {0};
+    if (dp > 1) {
+      stages = {3, 2, 1, 0};
+    }
+    std::vector<Offload> offloads = {Offload::none};
+    if (!m_limits.no_offload) {
+      offloads.push_back(Offload::optimizer);
+      offloads.push_back(Offload::all);
+    }
+    // The most frugal variant without offload decides whether offload is
+    // worth trying at all.
+    bool need_offload = true;
+    for (const Offload offload : offloads) {
+      if (offload != Offload::none && !need_offload) {
+        break;
+      }
+      for (const int stage : stages) {
+        bool frugal_fits = false;
+        for (const Checkpointing ckpt :
+             {Checkpointing::full, Checkpointing::selective,
+              Checkpointing::none}) {
+          Setup s = layout;
+          s.zero = stage;
+          s.fsdp = false;
+          s.offload = offload;
+          s.checkpointing = ckpt;
+          const bool any = batches(gpu, s, global);
+          if (!any) {
+            break;  // less checkpointing only needs more memory
+          }
+          frugal_fits = true;
+          if (offload == Offload::none) {
+            need_offload = false;
+          }
+        }
+        if (!frugal_fits) {
+          break;  // a lower ZeRO stage only needs more memory
+        }
+      }
+    }
+  }
+
+  // Micro-batches 1, 2, 4, ... while they fit; true when batch 1 fits.
+  bool batches(const Gpu& gpu, Setup s, std::int64_t global) {
+    bool any = false;
+    for (const int b : k_micro_batches) {
+      s.batch = b;
+      if (global > 0) {
+        const std::int64_t per_rank = global / s.dp();
+        if (per_rank % b != 0) {
+          continue;
+        }
+        s.grad_accum = static_cast<int>(per_rank / b);
+      }
+      if (!consider(gpu, s)) {
+        break;
+      }
+      any = true;
+    }
+    return any;
+  }
+
+  void inference(const Gpu& gpu, const Setup& layout) {
+    const Setup resolved = resolve_setup(m_model, layout);
+    std::vector<Quant> quants = {resolved.quant};
+    std::vector<std::optional<Dtype>> kv_dtypes = {layout.kv_dtype};
+    const bool vllm = layout.engine == Engine::vllm;
+    if (!m_limits.no_quant && resolved.quant == Quant::none) {
+      if (!vllm) {
+        quants.push_back(Quant::int8);
+      }
+      if (gpu.compute_capability >= 80) {
+        quants.push_back(Quant::fp8);
+      }
+      quants.push_back(vllm ? Quant::awq : Quant::nf4);
+    }
+    if (!m_limits.no_quant && vllm && gpu.compute_capability >= 80 &&
+        layout.kv_dtype != std::optional<Dtype>{Dtype::fp8}) {
+      kv_dtypes.emplace_back(Dtype::fp8);
+    }
+    for (const Quant quant : quants) {
+      for (const auto& kv : kv_dtypes) {
+        Setup s = layout;
+        s.quant = quant;
+        s.kv_dtype = kv;
+        s.offload = Offload::none;
+        if (!consider(gpu, s) && !m_limits.no_offload && !vllm) {
+          s.offload = Offload::params;
+          consider(gpu, s);
+        }
+      }
+    }
+  }
+
+  // Prices `s` with memory(); keeps it on the front when it fits with the
+  // required headroom. True when it fits.
+  bool consider(const Gpu& gpu, const Setup& s) {
+    const Setup r = resolve_setup(m_model, s);
+    const Budget budget = memory(m_model, gpu, r);
+    ++m_evaluated;
+    const auto min_headroom = static_cast<Bytes>(m_limits.min_headroom_gib *
+                                                 static_cast<double>(k_gib));
+    if (!budget.fits() || budget.headroom_bytes() < min_headroom) {
+      return false;
+    }
+    Candidate c;
+    c.plan.gpu = &gpu;
+    c.plan.setup = r;
+    c.plan.total_bytes = budget.total_bytes();
+    c.plan.headroom_bytes = budget.headroom_bytes();
+    c.plan.fits = true;
+    c.plan.time = estimate_time(m_model, gpu, r);
+    c.seconds_per_token =
+        c.plan.time.tokens_per_s > 0 ? 1.0 / c.plan.time.tokens_per_s : 0;
+    c.order = m_order++;
+    for (const auto& kept : m_front) {
+      if (dominates(kept, c) ||
+          (kept.plan.setup.total_gpus() == r.total_gpus() &&
+           kept.seconds_per_token == c.seconds_per_token &&
+           kept.plan.headroom_bytes == c.plan.headroom_bytes)) {
+        return true;
+      }
+    }
+    std::erase_if(m_front,
+                  [&c](const Candidate& kept) { return dominates(c, kept); });
+    m_front.push_back(std::move(c));
+    return true;
+  }
+
+  const Model& m_model;
+  Setup m_base;
+  FitConstraints m_limits;
+  std::vector<Candidate> m_front;  // the current card's Pareto front
+  std::vector<Candidate> m_kept;   // every card's front
+  std::int64_t m_evaluated = 0;
+  std::size_t m_order = 0;
+};
+
+}  // namespace
+
+FitResult fit(const Model& model, const std::vector<const Gpu*>& gpus,
+              const Setup& base, const FitConstraints& constraints) {
+  Search search(model, base, constraints);
+  for (const Gpu* gpu : gpus) {
+    if (gpu != nullptr) {
+      search.run(*gpu);
+    }
+  }
+  return search.result();
 }
 
 }  // namespace oomplan

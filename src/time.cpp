@@ -1,10 +1,345 @@
 #include "oomplan/advice.hpp"
 
-namespace oomplan {
+#include <algorithm>
+#include <cstdint>
 
-StepTime estimate_time(const Model& /*model*/, const Gpu& /*gpu*/,
-                       const Setup& /*setup*/) {
-  return {};
+// The time and cost model (issue 4 §2). Roofline arithmetic, not a simulator:
+// compute time from FLOPs at a stated MFU, decode time from the bytes every
+// step must read, collectives from ring volumes over the slowest link they
+// cross. The constants below are the assumptions; README states them.
+
+namespace oomplan {
+namespace {
+
+// Model FLOPs utilisation of dense training and of compute-bound inference.
+// Llama 3 pre-training reports 38-43 % MFU on H100 (Llama 3 paper, Table 4);
+// fine-tuning stacks (FSDP, DeepSpeed) land at or below that.
+constexpr double k_mfu = 0.40;
+// Memory-bound decode reaches about 80 % of the HBM peak in vLLM/TensorRT-LLM
+// GEMV kernels.
+constexpr double k_bandwidth_util = 0.80;
+// NCCL ring collectives reach about 75 % of the link's one-direction peak
+// (nccl-tests busbw on NVLink and PCIe).
+constexpr double k_link_util = 0.75;
+// One 200 Gb/s InfiniBand/EFA rail per GPU between nodes, in GB/s.
+constexpr double k_internode_gb_s = 25.0;
+// Launch latency of one small collective (decode-time TP all-reduce).
+constexpr double k_collective_latency_s = 10e-6;
+// DeepSpeed CPU-Adam: parameters updated per second per node (ZeRO-Offload,
+// Ren et al. 2021, §4.1: CPU-Adam updates ~1e9 parameters in well under a
+// second on a server CPU). An assumption, stated in README.
+constexpr double k_cpu_adam_params_per_s = 2e9;
+// bitsandbytes 4-bit matmuls dequantize the weight on every forward and
+// backward: QLoRA steps run about 30 % slower than 16-bit LoRA (QLoRA paper
+// §5 and the peft/bnb benchmarks).
+constexpr double k_nf4_train_factor = 1.3;
+
+double gb_s(double gb) {
+  return gb * 1e9;
+}
+
+// Tensor-core peak for the compute dtype: fp32 runs as TF32, half the
+// bf16 rate on A100/H100.
+double peak_flops(const Gpu& gpu, const Setup& setup) {
+  const double bf16 = gpu.bf16_tflops * 1e12;
+  return setup.dtype == Dtype::fp32 ? bf16 / 2 : bf16;
+}
+
+// Bandwidth of one GPU's link to its peers inside a node, one direction:
+// NVLink figures are bidirectional per GPU, PCIe one direction.
+double intra_node_bytes_s(const Gpu& gpu) {
+  if (gpu.nvlink_gb_s > 0) {
+    return gb_s(gpu.nvlink_gb_s / 2) * k_link_util;
+  }
+  return gb_s(gpu.pcie_gb_s) * k_link_util;
+}
+
+double inter_node_bytes_s(const Gpu& gpu) {
+  return std::min(intra_node_bytes_s(gpu),
+                  gb_s(k_internode_gb_s) * k_link_util);
+}
+
+bool is_4bit(Quant quant) {
+  return quant == Quant::int4 || quant == Quant::nf4 ||
+         quant == Quant::nf4_nodq || quant == Quant::gptq ||
+         quant == Quant::awq || quant == Quant::mxfp4;
+}
+
+// Weights read per forward pass (all layers, split by tp), in bytes.
+double weight_read_bytes(const Model& model, const Setup& setup,
+                         const ParamCounts& params) {
+  const Bytes exact = weight_bytes(
+      model, setup,
+      WeightShare{0, model.num_layers + model.num_decoder_layers, true, true});
+  if (exact > 0) {
+    return static_cast<double>(exact);
+  }
+  // Fallback while weight_bytes is unavailable: parameters x bytes per value.
+  double per_param = dtype_bytes(setup.dtype);
+  if (is_4bit(setup.quant)) {
+    per_param = 0.5;
+  } else if (setup.quant == Quant::int8 || setup.quant == Quant::fp8) {
+    per_param = 1;
+  }
+  return static_cast<double>(params.total()) * per_param / setup.tp;
+}
+
+// Multiply-accumulate parameters one token touches: every linear layer that
+// runs (MoE: shared experts plus the routed top-k share), and the lm_head
+// matmul (the tied embedding when there is no separate head). The embedding
+// lookup is free.
+double matmul_params_per_token(const Model& model, const ParamCounts& p) {
+  double experts = static_cast<double>(p.experts);
+  if (model.num_experts > 0) {
+    experts *= static_cast<double>(model.experts_per_tok) /
+               static_cast<double>(model.num_experts);
+  }
+  const double head =
+      p.lm_head > 0 ? static_cast<double>(p.lm_head)
+                    : static_cast<double>(model.vocab_size * model.hidden_size);
+  return static_cast<double>(p.attention + p.mlp + p.shared_experts +
+                             p.router) +
+         experts + head;
+}
+
+// Average attended context per query with causal masking: s/2 for a global
+// layer, about the window for a sliding one.
+double average_context(const Model& model, std::int64_t layer, double seq) {
+  if (is_local_layer(model, layer) && model.sliding_window > 0) {
+    const auto w = static_cast<double>(model.sliding_window);
+    if (seq > w) {
+      return w - w * w / (2 * seq);
+    }
+  }
+  return seq / 2;
+}
+
+// Attention score and value FLOPs per token, forward: 2 (QK^T) + 2 (AV)
+// multiply-adds per head dimension per attended position (Kaplan et al. 2020,
+// Table 1: 2 n_layer n_ctx d_attn, here with the causal average context).
+double attention_flops_per_token(const Model& model, double seq) {
+  const std::int64_t layers = model.num_layers + model.num_decoder_layers;
+  const double qk_dim =
+      model.kv_lora_rank > 0
+          ? static_cast<double>(model.qk_nope_head_dim + model.qk_rope_head_dim)
+          : static_cast<double>(model.head_dim);
+  const double v_dim = model.kv_lora_rank > 0
+                           ? static_cast<double>(model.v_head_dim)
+                           : static_cast<double>(model.head_dim);
+  double total = 0;
+  for (std::int64_t layer = 0; layer < layers; ++layer) {
+    total += average_context(model, layer, seq);
+  }
+  return 2 * static_cast<double>(model.num_heads) * (qk_dim + v_dim) * total;
+}
+
+// Trainable parameters: all of them in full fine-tuning; LoRA adapters
+// r x (in + out) per targeted projection per layer (peft LoraLayer A and B).
+double trainable_params(const Model& model, const Setup& setup,
+                        const ParamCounts& p) {
+  if (setup.mode == Mode::full) {
+    return static_cast<double>(p.total());
+  }
+  const double h = static_cast<double>(model.hidden_size);
+  const double q = static_cast<double>(model.num_heads * model.head_dim);
+  const double kv = static_cast<double>(model.num_kv_heads * model.head_dim);
+  const double inter = static_cast<double>(
+      model.num_experts > 0 && model.moe_intermediate_size > 0
+          ? model.moe_intermediate_size
+          : model.intermediate_size);
+  double per_layer = 0;
+  const unsigned t = setup.lora_targets;
+  per_layer += (t & k_lora_q) != 0 ? h + q : 0;
+  per_layer += (t & k_lora_k) != 0 ? h + kv : 0;
+  per_layer += (t & k_lora_v) != 0 ? h + kv : 0;
+  per_layer += (t & k_lora_o) != 0 ? q + h : 0;
+  per_layer += (t & k_lora_gate) != 0 ? h + inter : 0;
+  per_layer += (t & k_lora_up) != 0 ? h + inter : 0;
+  per_layer += (t & k_lora_down) != 0 ? inter + h : 0;
+  return per_layer * setup.lora_rank *
+         static_cast<double>(model.num_layers + model.num_decoder_layers);
+}
+
+StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
+                       const ParamCounts& params) {
+  StepTime t;
+  const int tp = std::max(setup.tp, 1);
+  const int pp = std::max(setup.pp, 1);
+  const int dp = std::max(setup.dp(), 1);
+  const int accum = std::max(setup.grad_accum, 1);
+  const double seq = static_cast<double>(setup.seq);
+  const double micro_tokens = static_cast<double>(setup.batch) * seq;
+  t.tokens_per_step = micro_tokens * dp * accum;
+
+  // 6·N per token: forward 2N, backward 4N (activation and weight gradients)
+  // (Kaplan et al. 2020 §2.1). LoRA skips the frozen weights' gradients: 4N.
+  // Full recomputation adds one more forward (+2N, i.e. 8N; Korthikanti et al.
+  // 2022 §5); selective recomputes only the attention core.
+  const double n = matmul_params_per_token(model, params);
+  const double attn = attention_flops_per_token(model, seq);
+  const bool full = setup.mode == Mode::full;
+  double per_token = (full ? 6 : 4) * n + 3 * attn;
+  if (setup.checkpointing == Checkpointing::full) {
+    per_token += 2 * n + attn;
+  } else if (setup.checkpointing == Checkpointing::selective) {
+    per_token += attn;
+  }
+  t.flops_per_step = per_token * t.tokens_per_step;
+  const int gpus = setup.total_gpus();
+  double compute = t.flops_per_step / gpus / (peak_flops(gpu, setup) * k_mfu);
+  if (is_4bit(setup.quant) && !full) {
+    compute *= k_nf4_train_factor;
+  }
+  // 1F1B pipeline bubble: (pp - 1) idle slots per `accum` micro-batches
+  // (Narayanan et al. 2021, §2.2).
+  compute *= 1 + static_cast<double>(pp - 1) / accum;
+  t.compute_s = compute;
+
+  const double dtype_b = dtype_bytes(setup.dtype);
+  const double intra = intra_node_bytes_s(gpu);
+  const double dp_link = setup.nodes > 1 ? inter_node_bytes_s(gpu) : intra;
+
+  // Tensor parallel: 2 all-reduces of b·s·h per layer forward and 2 backward
+  // (Megatron-LM, Shoeybi et al. 2019 §3), 2 more when recomputing; a ring
+  // all-reduce sends 2 (n - 1) / n of the tensor per GPU. On the critical path.
+  double tp_comm = 0;
+  if (tp > 1) {
+    const double layers_here =
+        static_cast<double>(model.num_layers + model.num_decoder_layers) / pp;
+    const double reduces =
+        setup.checkpointing == Checkpointing::full ? 6.0 : 4.0;
+    const double tensor =
+        micro_tokens * static_cast<double>(model.hidden_size) * dtype_b;
+    tp_comm =
+        layers_here * reduces * 2.0 * (tp - 1) / tp * tensor / intra * accum;
+  }
+
+  // Data parallel: gradients all-reduced once per optimizer step (ZeRO-1/2
+  // reduce-scatter + all-gather move the same volume); ZeRO-3/FSDP all-gathers
+  // the weights in forward and again in backward and reduce-scatters the
+  // gradients, every micro-batch (Rajbhandari et al. 2020, §7: 1.5x DP volume).
+  double dp_comm = 0;
+  const double weights = weight_read_bytes(model, setup, params) / pp;
+  const double grads =
+      trainable_params(model, setup, params) / (tp * pp) * dtype_b;
+  if (dp > 1) {
+    const double ring = static_cast<double>(dp - 1) / dp;
+    if (setup.zero_stage() >= 3) {
+      dp_comm = (2 * ring * weights + ring * grads) * accum / dp_link;
+    } else {
+      dp_comm = 2 * ring * grads / dp_link;
+    }
+  }
+  t.comm_s = tp_comm + dp_comm;
+
+  // Offload traffic over each GPU's PCIe link (ZeRO-Offload / ZeRO-Infinity):
+  // optimizer offload sends the gradient shard down and the updated 16-bit
+  // weights back once per step and runs Adam on the CPU; parameter offload
+  // fetches the weight shard for forward and backward every micro-batch.
+  const double pcie = gb_s(gpu.pcie_gb_s);
+  const double shard = setup.zero_stage() >= 1 ? dp : 1;
+  double offload = 0;
+  if (setup.offload == Offload::optimizer || setup.offload == Offload::all) {
+    const double state_params =
+        trainable_params(model, setup, params) / (tp * pp) / shard;
+    offload += state_params * dtype_b / pcie;
+    offload += state_params * setup.gpus / k_cpu_adam_params_per_s;
+  }
+  if (setup.offload == Offload::params || setup.offload == Offload::all) {
+    const double fetched = setup.zero_stage() >= 3 ? weights / dp : weights;
+    offload += 2 * fetched / pcie * accum;
+  }
+  // Activation offload (torchtune): each layer's saved input goes to the host
+  // and back, overlapped with compute on a side stream; only the excess shows.
+  if (setup.activation_offload) {
+    const double layers_here =
+        static_cast<double>(model.num_layers + model.num_decoder_layers) / pp;
+    const double per_layer = micro_tokens *
+                             static_cast<double>(model.hidden_size) * dtype_b /
+                             (setup.sequence_parallel ? tp : 1);
+    const double moved = 2 * layers_here * per_layer * accum / pcie;
+    offload += std::max(0.0, moved - compute);
+  }
+  t.offload_s = offload;
+
+  // FSDP prefetch and DDP bucketing overlap data-parallel traffic with
+  // compute; tensor-parallel and offload traffic are exposed.
+  t.step_s = std::max(compute, dp_comm) + tp_comm + offload;
+  t.comm_bound = t.comm_s > compute;
+  t.no_nvlink = gpu.nvlink_gb_s <= 0 && setup.total_gpus() > 1 &&
+                (tp > 1 || pp > 1 || dp > 1);
+  return t;
+}
+
+StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
+                        const ParamCounts& params) {
+  StepTime t;
+  const int tp = std::max(setup.tp, 1);
+  const int pp = std::max(setup.pp, 1);
+  const int replicas = std::max(setup.total_gpus() / (tp * pp), 1);
+  const double batch = static_cast<double>(setup.batch);
+  const double seq = static_cast<double>(setup.seq);
+  const std::int64_t layers = model.num_layers + model.num_decoder_layers;
+  t.tokens_per_step = batch * replicas;
+
+  // Decode: each step computes 2·N per token plus attention over the cached
+  // context; the stages of a pipeline run one after the other for a token.
+  const double n = matmul_params_per_token(model, params);
+  const double per_token = 2 * n + attention_flops_per_token(model, seq);
+  t.flops_per_step = per_token * t.tokens_per_step;
+  t.compute_s = per_token * batch / tp / (peak_flops(gpu, setup) * k_mfu);
+
+  // Memory-bound decode: every step reads all weights (split by tp) and each
+  // sequence's KV cache at the average context (vLLM paged attention).
+  const double kv_per_token =
+      static_cast<double>(kv_bytes_per_token(model, setup, 0, layers));
+  const double read = weight_read_bytes(model, setup, params) +
+                      batch * (seq / 2) * kv_per_token;
+  t.memory_s = read / (gb_s(gpu.bandwidth_gb_s) * k_bandwidth_util);
+
+  // Tensor parallel: 2 all-reduces of batch x hidden per layer (attention
+  // output and MLP output), latency-bound at decode sizes.
+  if (tp > 1) {
+    const double tensor = batch * static_cast<double>(model.hidden_size) *
+                          dtype_bytes(setup.dtype);
+    const double per_reduce =
+        k_collective_latency_s +
+        2.0 * (tp - 1) / tp * tensor / intra_node_bytes_s(gpu);
+    t.comm_s += 2 * static_cast<double>(layers) * per_reduce;
+  }
+  if (pp > 1) {
+    const double link =
+        setup.nodes > 1 ? inter_node_bytes_s(gpu) : intra_node_bytes_s(gpu);
+    t.comm_s += (pp - 1) * (k_collective_latency_s +
+                            batch * static_cast<double>(model.hidden_size) *
+                                dtype_bytes(setup.dtype) / link);
+  }
+  // Offloaded weights (accelerate device_map with CPU, vLLM --cpu-offload-gb)
+  // cross PCIe on every step.
+  if (setup.offload == Offload::params || setup.offload == Offload::all) {
+    t.offload_s = weight_read_bytes(model, setup, params) / gb_s(gpu.pcie_gb_s);
+  }
+  t.step_s = std::max(t.compute_s, t.memory_s) + t.comm_s + t.offload_s;
+  t.comm_bound = t.comm_s > std::max(t.compute_s, t.memory_s);
+  t.no_nvlink = gpu.nvlink_gb_s <= 0 && (tp > 1 || pp > 1);
+  return t;
+}
+
+}  // namespace
+
+StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup) {
+  const ParamCounts params = count_params(model);
+  StepTime t = setup.training() ? training_time(model, gpu, setup, params)
+                                : inference_time(model, gpu, setup, params);
+  if (t.step_s > 0) {
+    t.tokens_per_s = t.tokens_per_step / t.step_s;
+  }
+  if (setup.price > 0 && t.tokens_per_s > 0) {
+    // USD per GPU-hour x GPUs / tokens per hour, per million tokens.
+    t.usd_per_mtok =
+        setup.price * setup.total_gpus() / (t.tokens_per_s * 3600.0) * 1e6;
+  }
+  return t;
 }
 
 }  // namespace oomplan

@@ -18,17 +18,28 @@ namespace oomplan {
 
 enum class CostClass { free, compute, accuracy, hardware, offload };
 
-// Throughput and time of one setup (issue 4 §2).
+// Throughput and time of one setup (issue 4 §2). A training step is one
+// optimizer step over the global batch (micro-batch x dp x grad_accum
+// sequences); an inference step is one decode step of `batch` sequences per
+// replica at the average context seq / 2. Assumptions (the k_ constants in
+// time.cpp): 40 % MFU in training and prefill-like compute, 80 % of peak HBM
+// bandwidth in decode, 75 % of link bandwidth in NCCL collectives.
 struct StepTime {
-  double compute_s = 0;  // FLOPs / (peak x MFU)
+  double compute_s = 0;  // FLOPs / (peak x MFU), pipeline bubble included
   double memory_s = 0;   // bytes moved / bandwidth (decode)
-  double comm_s = 0;     // collectives over NVLink / PCIe
-  double offload_s = 0;  // bytes over PCIe to the host
-  double step_s =
-      0;  // total estimated step (training) or per output token (inference)
-  double tokens_per_s = 0;  // whole job
-  double usd_per_mtok = 0;  // 0 when no price
+  double comm_s = 0;     // collectives over NVLink / PCIe / the network
+  double offload_s = 0;  // bytes over PCIe to the host (and CPU optimizer)
+  double step_s = 0;     // total estimated step: training optimizer step, or
+                         // one decode step (one token per sequence)
+  double tokens_per_step = 0;  // tokens the whole job processes per step
+  double tokens_per_s = 0;     // whole job
+  double usd_per_mtok = 0;     // 0 when no price
+  double flops_per_step = 0;   // whole job
+  bool comm_bound = false;  // communication exceeds compute (slow interconnect)
+  bool no_nvlink = false;   // several GPUs talk over PCIe only
 };
+
+// REQUIRES: `setup` resolved and validated. Pure: never calls memory().
 StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup);
 
 struct Fix {

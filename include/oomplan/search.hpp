@@ -16,17 +16,17 @@
 namespace oomplan {
 
 struct FitConstraints {
-  double min_headroom_gib = 0;
-  int max_gpus = 64;
-  bool no_offload = false;
-  bool no_quant = false;
-  std::int64_t global_batch = 0;  // 0: unconstrained
-  int top = 10;
+  double min_headroom_gib = 0;    // --min-headroom, GiB per GPU
+  int max_gpus = 64;              // --max-gpus: total GPUs, all nodes
+  bool no_offload = false;        // --no-offload: never CPU offload
+  bool no_quant = false;          // --no-quant: no weight or KV quantization
+  std::int64_t global_batch = 0;  // --global-batch sequences; 0: free
+  int top = 10;                   // --top: plans returned
 };
 
 struct FitPlan {
   const Gpu* gpu = nullptr;
-  Setup setup;
+  Setup setup;  // resolved; plan_args(model_arg, *gpu, setup) reruns it
   Bytes total_bytes = 0;
   Bytes headroom_bytes = 0;
   bool fits = false;
@@ -34,12 +34,18 @@ struct FitPlan {
 };
 
 struct FitResult {
-  std::vector<FitPlan> plans;  // Pareto front, best first
-  std::int64_t evaluated = 0;  // candidates priced
+  std::vector<FitPlan> plans;  // Pareto front, best first, at most `top`
+  std::int64_t evaluated = 0;  // candidates priced by memory()
+  std::int64_t front = 0;      // plans on the front before the top-N cut
+  Setup base;                  // the user's fixed settings (mode, seq, ...)
+  int max_gpus = 0;            // the bound searched
 };
 
-// REQUIRES: `base` carries the user's fixed settings (mode, seq, ...); `gpus`
-// the GPU types to try.
+// REQUIRES: `base` carries the user's fixed settings (mode, seq, engine, batch
+// for inference, ...; validated, resolved or not); `gpus` the GPU types to
+// try. Training enumerates tp, pp, dp, ZeRO stage, micro-batch (grad-accum
+// keeps --global-batch), checkpointing and offload; inference enumerates tp,
+// pp, replicas, weight quantization and (vLLM) the fp8 KV cache.
 FitResult fit(const Model& model, const std::vector<const Gpu*>& gpus,
               const Setup& base, const FitConstraints& constraints);
 
