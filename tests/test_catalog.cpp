@@ -6,6 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cctype>
+#include <set>
+#include <string>
+#include <vector>
+
 namespace {
 
 using oomplan::Model;
@@ -170,4 +175,380 @@ TEST_CASE("model: layer params sum to the total minus embeddings",
     // Final norm: RMSNorm of hidden_size.
     CHECK(sum + c.embedding + c.lm_head + m.hidden_size == c.total());
   }
+}
+
+// ---------------------------------------------------------------------------
+// The shipped catalog (models/*.json).
+
+namespace {
+
+using oomplan::Catalog;
+using oomplan::parse_catalog;
+using oomplan::test::catalog;
+
+// The message of the oomplan::Error that `f` throws ("" when it does not).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const oomplan::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
+          "[catalog]") {
+  CHECK(catalog().models.size() == 47);
+  CHECK(catalog().gpus.size() == 28);
+  CHECK(catalog().instances.size() >= 8);
+}
+
+TEST_CASE("catalog: names and aliases are unique case-insensitively",
+          "[catalog]") {
+  std::set<std::string> seen;
+  const auto add = [&](const std::string& key) {
+    std::string folded;
+    for (const char ch : key) {
+      folded += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    INFO(key);
+    CHECK(seen.insert(folded).second);
+  };
+  for (const auto& m : catalog().models) {
+    add(m.name);
+    for (const auto& a : m.aliases) {
+      add(a);
+    }
+  }
+  seen.clear();
+  for (const auto& g : catalog().gpus) {
+    add(g.name);
+    for (const auto& a : g.aliases) {
+      add(a);
+    }
+  }
+}
+
+TEST_CASE("catalog: every model's parameter count is exact", "[catalog]") {
+  // `params` and `params_active` are catalog_facts.json's params_total and
+  // params_active_per_token, recomputed there from each config.json; the text
+  // model excludes `extra_params` (vision towers).
+  for (const auto& m : catalog().models) {
+    INFO(m.name);
+    const auto c = oomplan::count_params(m);
+    REQUIRE(m.params > 0);
+    CHECK(c.total() - c.extra == m.params);
+    CHECK(c.active == m.params_active);
+    std::int64_t layers = 0;
+    for (std::int64_t i = 0; i < m.num_layers; ++i) {
+      layers += oomplan::layer_params(m, i);
+    }
+    CHECK(layers < c.total());
+    CHECK(layers > c.total() / 2);
+  }
+}
+
+TEST_CASE("catalog: every model is within 5 % of its published size",
+          "[catalog]") {
+  // Published figures are rounded ("70B", "8.03B"); phi-4's "14B" for 14.66B
+  // is the widest gap (4.7 %).
+  for (const auto& m : catalog().models) {
+    INFO(m.name);
+    REQUIRE(m.official_params > 0);
+    const double total = static_cast<double>(oomplan::count_params(m).total());
+    CHECK(total ==
+          Approx(static_cast<double>(m.official_params)).epsilon(0.05));
+  }
+}
+
+TEST_CASE("catalog: BF16 checkpoints weigh exactly two bytes per parameter",
+          "[catalog]") {
+  // Verified safetensors total_size = 2 x params; the 2023 Llama-2 files also
+  // hold one rotary inv_freq buffer per layer (64 fp32 = 256 B).
+  int checked = 0;
+  for (const auto& m : catalog().models) {
+    if (m.checkpoint_bytes == 0 || m.checkpoint_quant != oomplan::Quant::none) {
+      continue;
+    }
+    INFO(m.name);
+    const std::int64_t inv_freq =
+        m.name.rfind("llama-2-", 0) == 0 ? 256 * m.num_layers : 0;
+    CHECK(2 * oomplan::count_params(m).total() + inv_freq ==
+          m.checkpoint_bytes);
+    ++checked;
+  }
+  CHECK(checked >= 10);
+}
+
+TEST_CASE(
+    "catalog: gpt-oss MXFP4 checkpoints match 4.25 bits per expert weight",
+    "[catalog]") {
+  // Experts at 4 bits + one E8M0 scale per 32 values, everything else BF16
+  // (catalog_facts.md §1e bonus): 19,110,297,600 x 4.25 / 8 + (20,914,757,184
+  // - 19,110,297,600) x 2 = 13,761,264,768 for gpt-oss-20b.
+  for (const char* id : {"gpt-oss-20b", "gpt-oss-120b"}) {
+    const auto& m = oomplan::find_model(catalog(), id);
+    INFO(id);
+    CHECK(m.checkpoint_quant == oomplan::Quant::mxfp4);
+    const auto c = oomplan::count_params(m);
+    CHECK(c.experts * 17 / 32 + (c.total() - c.experts) * 2 ==
+          m.checkpoint_bytes);
+  }
+}
+
+TEST_CASE("catalog: DeepSeek-V3 ships FP8 with block scales", "[catalog]") {
+  const auto& m = oomplan::find_model(catalog(), "deepseek-ai/DeepSeek-R1");
+  CHECK(m.name == "deepseek-v3");
+  CHECK(m.checkpoint_quant == oomplan::Quant::fp8);
+  CHECK(m.checkpoint_bytes == 688'586'727'753);
+}
+
+TEST_CASE("catalog: Gemma 3 multimodal checkpoints carry the SigLIP tower",
+          "[catalog]") {
+  // SigLIP 27 x 15,239,504 + patch 678,528 + positions 4096 x 1152 + post norm
+  // 2,304 = 416,866,032; projector 1152 x 5376 + norm 1152 → 27,432,406,640
+  // parameters for gemma-3-27b-it (HF: 27.4B).
+  const auto& m = oomplan::find_model(catalog(), "google/gemma-3-27b-it");
+  CHECK(m.extra_params == 416'866'032 + 1152 * 5376 + 1152);
+  CHECK(oomplan::count_params(m).total() == 27'432'406'640);
+  CHECK(oomplan::find_model(catalog(), "gemma-3-1b").extra_params == 0);
+}
+
+TEST_CASE("catalog: models resolve by id, alias and HF id in any case",
+          "[catalog]") {
+  const auto& c = catalog();
+  CHECK(oomplan::find_model(c, "llama3-70b").name == "llama-3-70b");
+  CHECK(oomplan::find_model(c, "LLAMA-3-70B").name == "llama-3-70b");
+  CHECK(oomplan::find_model(c, "meta-llama/Meta-Llama-3-70B").name ==
+        "llama-3-70b");
+  CHECK(oomplan::find_model(c, "Qwen/Qwen2.5-7B-Instruct").name ==
+        "qwen2.5-7b");
+  CHECK(oomplan::find_model(c, "openai/gpt-oss-20b").name == "gpt-oss-20b");
+}
+
+TEST_CASE("catalog: an unknown model suggests the nearest name", "[catalog]") {
+  CHECK(error_of([] { oomplan::find_model(catalog(), "lama3-70b"); }) ==
+        "unknown model 'lama3-70b'; did you mean llama3-70b?");
+  CHECK(error_of([] { oomplan::find_model(catalog(), "zzzzzzzzzzzz"); }) ==
+        "unknown model 'zzzzzzzzzzzz'; `oomplan models` lists the catalog, or "
+        "pass a config.json path");
+}
+
+TEST_CASE("catalog: GPUs resolve by name and alias in any case", "[catalog]") {
+  const auto& c = catalog();
+  CHECK(oomplan::find_gpu(c, "A100").name == "A100-80");
+  CHECK(oomplan::find_gpu(c, "a100-80gb").name == "A100-80");
+  CHECK(oomplan::find_gpu(c, "H100").name == "H100-80");
+  CHECK(oomplan::find_gpu(c, "h100-sxm").name == "H100-80");
+  CHECK(oomplan::find_gpu(c, "RTX-A6000").name == "A6000");
+  CHECK(oomplan::find_gpu(c, "4090").name == "RTX4090");
+  CHECK(error_of([] { oomplan::find_gpu(catalog(), "A100-90"); }) ==
+        "unknown GPU 'A100-90'; did you mean A100-80?");
+}
+
+TEST_CASE("catalog: GPU capacities are what CUDA reports", "[catalog]") {
+  const auto& c = catalog();
+  // vLLM logs "Free memory on device (78.68/79.19 GiB)" on H100-80.
+  CHECK(oomplan::find_gpu(c, "H100-80").capacity_bytes == 85'028'896'768);
+  CHECK(oomplan::find_gpu(c, "A100-40").capacity_bytes == 42'298'834'944);
+  CHECK(oomplan::find_gpu(c, "RTX5090").capacity_bytes == 33'677'180'928);
+  CHECK(static_cast<double>(oomplan::find_gpu(c, "A100-80").capacity_bytes) /
+            (1LL << 30) ==
+        Approx(79.15).margin(0.005));
+  CHECK(static_cast<double>(oomplan::find_gpu(c, "H200").capacity_bytes) /
+            (1LL << 30) ==
+        Approx(139.81).margin(0.005));
+  CHECK(static_cast<double>(oomplan::find_gpu(c, "B200").capacity_bytes) /
+            (1LL << 30) ==
+        Approx(178.35).margin(0.005));
+  for (const auto& g : c.gpus) {
+    INFO(g.name);
+    CHECK(g.capacity_bytes > 0);
+    CHECK_FALSE(g.capacity_note.empty());
+    if (g.smi_bytes > 0) {
+      // The driver keeps 256-870 MiB that CUDA never hands out.
+      CHECK(g.capacity_bytes < g.smi_bytes);
+      CHECK(g.smi_bytes - g.capacity_bytes < (1LL << 30));
+    }
+    CHECK(g.bandwidth_gb_s > 0);
+    CHECK(g.bf16_tflops > 0);
+    CHECK(g.pcie_gb_s > 0);
+  }
+}
+
+TEST_CASE("catalog: the common GPUs are the usual cards", "[catalog]") {
+  std::vector<std::string> common;
+  for (const auto& g : catalog().gpus) {
+    if (g.common) {
+      common.push_back(g.name);
+    }
+  }
+  CHECK(common == std::vector<std::string>{"A100-80", "A100-40", "H100-80",
+                                           "H200", "L40S", "L4", "A10G",
+                                           "RTX4090"});
+}
+
+TEST_CASE("catalog: GPU specs resolve counts, names and instances",
+          "[catalog]") {
+  const auto& c = catalog();
+  const auto check = [&](const char* spec, const char* name, int count) {
+    INFO(spec);
+    const auto s = oomplan::parse_gpu_spec(c, spec);
+    REQUIRE(s.gpu != nullptr);
+    CHECK(s.gpu->name == name);
+    CHECK(s.count == count);
+  };
+  check("4xA100-80", "A100-80", 4);
+  check("8xH100", "H100-80", 8);
+  check("1xRTX4090", "RTX4090", 1);
+  check("2xA100-40", "A100-40", 2);
+  check("8xV100-32", "V100-32", 8);
+  check("1xA6000", "A6000", 1);
+  check("4xL40S", "L40S", 4);
+  check("A100", "A100-80", 1);
+  check("8XMI300X", "MI300X", 8);
+  check("MI300X", "MI300X", 1);
+  check("p4de.24xlarge", "A100-80", 8);
+  check("p4d.24xlarge", "A100-40", 8);
+  check("p5.48xlarge", "H100-80", 8);
+  check("g5.12xlarge", "A10G", 4);
+  check("g6e.12xlarge", "L40S", 4);
+}
+
+TEST_CASE("catalog: bad GPU counts are rejected with a message", "[catalog]") {
+  const auto err = [](const char* spec) {
+    return error_of([&] { oomplan::parse_gpu_spec(catalog(), spec); });
+  };
+  CHECK(err("0xA100") ==
+        "GPU count must be from 1 to 100000, but is 0 in "
+        "'0xA100'");
+  CHECK(err("-2xA100") ==
+        "GPU count must be from 1 to 100000, but is -2 in "
+        "'-2xA100'");
+  CHECK(err("100001xA100") ==
+        "GPU count must be from 1 to 100000, but is 100001 in '100001xA100'");
+  CHECK(err("99999999999999999999xA100") ==
+        "GPU count must be from 1 to 100000, but is 99999999999999999999 in "
+        "'99999999999999999999xA100'");
+  CHECK(err("fourxA100") ==
+        "invalid GPU count 'four' in 'fourxA100'; "
+        "expected a whole number from 1 to 100000");
+  CHECK(err("4x") ==
+        "missing GPU name in '4x'; expected NxNAME, e.g. "
+        "4xA100-80");
+  CHECK(err("4xA100-90") == "unknown GPU 'A100-90'; did you mean A100-80?");
+  CHECK(err("") == "empty --gpus; expected NxNAME, e.g. 4xA100-80");
+  CHECK(oomplan::parse_gpu_spec(catalog(), "100000xH100").count == 100'000);
+}
+
+TEST_CASE("catalog: suggest picks the closest name within three edits",
+          "[catalog]") {
+  const std::vector<std::string> names{"llama3-70b", "llama3-8b", "qwen3-8b"};
+  CHECK(oomplan::suggest("llama3-7b", names) == "llama3-70b");
+  CHECK(oomplan::suggest("QWEN3-8B", names) == "qwen3-8b");
+  CHECK(oomplan::suggest("lamma3-8b", names) == "llama3-8b");
+  CHECK_FALSE(oomplan::suggest("mistral", names).has_value());
+}
+
+// ---------------------------------------------------------------------------
+// Broken catalog files.
+
+namespace {
+
+std::string parse_error(const std::string& text) {
+  return error_of([&] { parse_catalog(text, "extra/bad.json"); });
+}
+
+const char* const k_toy =
+    R"("id": "toy", "hidden_size": 64, "num_hidden_layers": 2,
+       "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100)";
+
+std::string toy_with(const std::string& fields) {
+  return std::string(R"({"models": [{)") + k_toy + fields + "}]}";
+}
+
+}  // namespace
+
+TEST_CASE("catalog: a minimal model takes HF defaults", "[catalog]") {
+  const Catalog c = parse_catalog(toy_with(""), "extra/toy.json");
+  REQUIRE(c.models.size() == 1);
+  const auto& m = c.models[0];
+  CHECK(m.num_kv_heads == 4);  // num_key_value_heads missing = num_heads
+  CHECK(m.head_dim == 16);     // hidden_size / num_attention_heads
+  CHECK(m.mlp == oomplan::MlpKind::gated);
+  CHECK(m.norms_per_layer == 2);
+  CHECK(m.moe_every == 1);
+}
+
+TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
+  CHECK(parse_error("{\"models\": [") ==
+        "extra/bad.json: parse error at line 1, column 13: syntax error while "
+        "parsing value - unexpected end of input; expected '[', '{', or a "
+        "literal");
+  CHECK(parse_error("[]") ==
+        "extra/bad.json: the top level must be an object with \"models\", "
+        "\"gpus\" or \"instances\"");
+  CHECK(parse_error(R"({"model": []})") ==
+        "extra/bad.json: model: unknown top-level key; expected models, gpus "
+        "or instances");
+  CHECK(parse_error(R"({"models": {}})") ==
+        "extra/bad.json: models: must be an array, but is object");
+  CHECK(parse_error(R"({"models": [{"hidden_size": 1}]})") ==
+        "extra/bad.json: models[0]: id: missing");
+  CHECK(parse_error(toy_with(R"(, "hiden_size": 1)")) ==
+        "extra/bad.json: toy: hiden_size: unknown field; did you mean "
+        "hidden_size?");
+  CHECK(parse_error(R"({"models": [{"id": "toy", "hidden_size": "64"}]})") ==
+        "extra/bad.json: toy: hidden_size: must be an integer, but is string");
+  CHECK(parse_error(toy_with(R"(, "vocab_size": 0)")) ==
+        "extra/bad.json: toy: vocab_size: must be positive, but is 0");
+  CHECK(parse_error(toy_with(R"(, "num_key_value_heads": 3)")) ==
+        "extra/bad.json: toy: num_key_value_heads: 3 does not divide "
+        "num_attention_heads 4");
+  CHECK(
+      parse_error(toy_with(
+          R"(, "num_experts": 8, "num_experts_per_tok": 9, "moe_intermediate_size": 32)")) ==
+      "extra/bad.json: toy: num_experts_per_tok: must be from 1 to "
+      "num_experts 8, but is 9");
+  CHECK(parse_error(toy_with(R"(, "mlp": "swiglu")")) ==
+        "extra/bad.json: toy: mlp: 'swiglu' is not gated or plain");
+  CHECK(parse_error(toy_with(R"(, "checkpoint_quant": "q4")")) ==
+        "extra/bad.json: toy: checkpoint_quant: unknown format 'q4'; valid: "
+        "none, int8, fp8, int4, nf4, nf4-nodq, gptq, awq, mxfp4");
+  CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": -5}]})") ==
+        "extra/bad.json: X1: capacity_bytes: must be positive, but is -5");
+  CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
+                        "bandwidth_gb_s": "fast"}]})") ==
+        "extra/bad.json: X1: bandwidth_gb_s: must be a number, but is string");
+  CHECK(parse_error(
+            R"({"instances": [{"name": "i", "gpu": "X", "count": 0}]})") ==
+        "extra/bad.json: i: count: must be positive, but is 0");
+  CHECK(parse_error(std::string(R"({"models": [{)") + k_toy + "}, {" + k_toy +
+                    "}]}") ==
+        "extra/bad.json: toy: name or alias 'toy' is used by another model");
+}
+
+TEST_CASE("catalog: merge overrides entries by name and adds new ones",
+          "[catalog]") {
+  Catalog base = catalog();
+  const auto models = base.models.size();
+  Catalog extra = parse_catalog(
+      R"({"gpus": [{"name": "h100-80", "capacity_bytes": 1000},
+                   {"name": "MyCard", "capacity_bytes": 2000}],
+          "instances": [{"name": "my.box", "gpu": "MyCard", "count": 2}]})",
+      "extra/gpus.json");
+  merge_catalog(base, std::move(extra));
+  CHECK(base.models.size() == models);
+  CHECK(oomplan::find_gpu(base, "H100").capacity_bytes == 1000);
+  const auto spec = oomplan::parse_gpu_spec(base, "my.box");
+  CHECK(spec.gpu->name == "MyCard");
+  CHECK(spec.count == 2);
+  Catalog dangling = parse_catalog(
+      R"({"instances": [{"name": "x.box", "gpu": "NoSuch", "count": 2}]})",
+      "extra/i.json");
+  CHECK(error_of([&] { merge_catalog(base, std::move(dangling)); }) ==
+        "instance x.box: unknown GPU 'NoSuch'");
 }

@@ -31,8 +31,10 @@ struct Gpu {
   double fp8_tflops = 0;      // 0 when the card has no FP8 tensor cores
   double nvlink_gb_s =
       0;  // bidirectional per GPU; 0 when the cards talk over PCIe only
-  double pcie_gb_s = 0;  // host link, one direction, 10^9 B/s
-  bool common = false;   // listed by `oomplan MODEL` without --gpus
+  double pcie_gb_s = 0;      // host link, one direction, 10^9 B/s
+  bool common = false;       // listed by `oomplan MODEL` without --gpus
+  std::string interconnect;  // the links in words, e.g. "NVLink 4: 900 GB/s"
+  std::string note;          // caveats, e.g. "no BF16: FP16 figure"
 };
 
 // A cloud instance type: `count` GPUs of catalog GPU `gpu`.

@@ -103,6 +103,9 @@ struct Model {
   std::int64_t official_params =
       0;  // exact count from the publisher or the reference
   std::int64_t checkpoint_bytes = 0;  // safetensors index metadata.total_size
+  std::int64_t params = 0;  // exact text-model count (catalog_facts), for lint
+  std::int64_t params_active = 0;  // exact per-token count, for lint
+  std::string checkpoint_note;     // how the checkpoint stores its weights
 };
 
 // Parameter counts by group; every group sums over all layers. Linear weights
