@@ -189,7 +189,7 @@ Bytes weight_bytes(const Model& model, const Setup& setup,
   if (setup.engine == Engine::vllm) {
     bytes += rope_cache_bytes(m, dtype);
   }
-  return round_bytes(bytes);
+  return saturated_bytes(bytes);
 }
 
 Bytes kv_bytes_per_token(const Model& model, const Setup& setup,
@@ -217,22 +217,25 @@ Bytes kv_cache_bytes(const Model& model, const Setup& setup,
                      std::int64_t layer_begin, std::int64_t layer_end,
                      std::int64_t batch, std::int64_t seq) {
   const Model& m = model;
-  const Bytes per_layer = kv_bytes_per_token(m, setup, 0, 1);
-  Bytes total = 0;
+  const double per_layer =
+      static_cast<double>(kv_bytes_per_token(m, setup, 0, 1));
+  double tokens = 0;  // layer-tokens per sequence
   if (m.sliding_window <= 0) {
-    return per_layer * (layer_end - layer_begin) * seq * batch;
+    tokens =
+        static_cast<double>(layer_end - layer_begin) * static_cast<double>(seq);
+  } else {
+    // Sliding-window (and chunked-attention) layers keep at most the window.
+    const std::int64_t local = std::min(seq, m.sliding_window);
+    for (std::int64_t i = layer_begin; i < layer_end; ++i) {
+      tokens += static_cast<double>(is_local_layer(m, i) ? local : seq);
+    }
   }
-  // Sliding-window (and chunked-attention) layers keep at most the window.
-  const std::int64_t local_tokens = std::min(seq, m.sliding_window);
-  for (std::int64_t i = layer_begin; i < layer_end; ++i) {
-    total += per_layer * (is_local_layer(m, i) ? local_tokens : seq);
-  }
-  return total * batch;
+  return saturated_bytes(per_layer * tokens * static_cast<double>(batch));
 }
 
 Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup) {
   if (setup.overhead_gib >= 0) {
-    return round_bytes(setup.overhead_gib * static_cast<double>(k_gib));
+    return saturated_bytes(setup.overhead_gib * static_cast<double>(k_gib));
   }
   // CUDA context with lazy module loading (CUDA >= 11.7): ~400 MB per process
   // (pytorch/pytorch#109888, ptrblck; catalog_facts.md Part 3 cuda_context).

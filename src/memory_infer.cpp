@@ -155,14 +155,15 @@ Bytes hf_prefill_activations(const Model& m, const Setup& s) {
                        matrices * t * shared_i / tp * d;
     mlp = std::max(mlp, moe);
   }
-  return round_bytes(hidden + std::max(attention, mlp));
+  return saturated_bytes(hidden + std::max(attention, mlp));
 }
 
 // GenerationMixin keeps only the last position's logits in prefill
 // (logits_to_keep=1 since transformers 4.45): b x vocab in dtype from
 // lm_head, plus the fp32 copy _sample() takes.
 Bytes hf_logits(const Model& m, const Setup& s) {
-  return s.batch * m.vocab_size * (dtype_bytes(s.dtype) + 4);
+  return saturated_bytes(dbl(s.batch) * dbl(m.vocab_size) *
+                         (dtype_bytes(s.dtype) + 4.0));
 }
 
 HfStage hf_stage(const Model& m, const Setup& s, const Range& r) {
@@ -181,7 +182,7 @@ void add_hf(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
   const double reserve = s.reserve >= 0 ? s.reserve : 0.05;
   auto stage_total = [&](const HfStage& st) {
     const Bytes alloc = st.weights + st.kv + st.activations + st.logits;
-    return alloc + round_bytes(reserve * dbl(alloc)) + overhead;
+    return alloc + saturated_bytes(reserve * dbl(alloc)) + overhead;
   };
 
   HfStage worst;
@@ -213,7 +214,7 @@ void add_hf(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
 
   const Bytes allocated =
       worst.weights + worst.kv + worst.activations + worst.logits;
-  const Bytes fragmentation = round_bytes(reserve * dbl(allocated));
+  const Bytes fragmentation = saturated_bytes(reserve * dbl(allocated));
   budget.add("weights", worst.weights,
              "params per GPU (heads and MLP columns / tp, KV heads "
              "max(1, kv/tp), norms replicated) x bytes of dtype/quant");
@@ -295,7 +296,7 @@ Bytes vllm_activation(const Model& m, const Setup& s, const Range& r) {
   const double forward =
       5.0 * t * h * d + std::max({has_dense ? dense : 0.0, qkv, moe_workspace});
   if (!r.last) {
-    return round_bytes(forward);
+    return saturated_bytes(forward);
   }
   // Sampler: lm_head logits for min(max_num_seqs, tokens) rows over the full
   // (gathered) vocabulary in dtype, plus ~13 B per element of sampler state
@@ -304,7 +305,7 @@ Bytes vllm_activation(const Model& m, const Setup& s, const Range& r) {
   const double rows = dbl(std::min(s.max_num_seqs, s.max_num_batched_tokens));
   const double sampler =
       t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + 13.0);
-  return round_bytes(std::max(forward, sampler));
+  return saturated_bytes(std::max(forward, sampler));
 }
 
 // Memory outside PyTorch's allocator after the profile run (CUDA context,

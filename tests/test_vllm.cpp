@@ -1,3 +1,251 @@
 #include "support.hpp"
 
+#include "oomplan/memory.hpp"
+
 #include <catch2/catch.hpp>
+
+// vLLM's start-up profile against the llm-d-planner v0.19 H100 logs
+// (shared/validation/public.json), with each check's published tolerance.
+
+namespace {
+
+using namespace oomplan;
+
+// The llm-d sweep's flags: --max-num-seqs 1024 --max-num-batched-tokens 8192
+// --gpu-memory-utilization 0.95 --max-model-len 8192 on H100-80.
+Budget serve(const char* model, int tp, int pp = 1,
+             std::int64_t max_len = 8192) {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, model);
+  const Gpu& g = find_gpu(cat, "H100");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.gpus = tp * pp;
+  s.tp = tp;
+  s.pp = pp;
+  s.gpu_util = 0.95;
+  s.max_num_seqs = 1024;
+  s.max_num_batched_tokens = 8192;
+  s.max_model_len = max_len;
+  s = resolve_setup(m, s);
+  validate_setup(m, g, s);
+  return memory(m, g, s);
+}
+
+double gib(double v) {
+  return v * static_cast<double>(k_gib);
+}
+
+}  // namespace
+
+TEST_CASE("vllm: Llama-3.1-8B weights are the checkpoint plus the RoPE cache",
+          "[vllm]") {
+  const Budget b = serve("llama-3.1-8b", 1);
+  REQUIRE(b.vllm.has_value());
+  // 16,060,522,496 B checkpoint + 131072 positions x 128 rotary dims x 2 B
+  CHECK(b.vllm->weights_bytes == 16'060'522'496 + 33'554'432);
+  // "14.99 GiB for weight", tolerance 3 %
+  CHECK(static_cast<double>(b.vllm->weights_bytes) ==
+        Approx(16'095'389'942.0).epsilon(0.03));
+  CHECK(b.vllm->kv_bytes_per_token == 131'072);  // 2 x 32 x 8 x 128 x 2
+}
+
+TEST_CASE("vllm: Llama-3.1-8B TP1 KV pool matches the v0.19 log", "[vllm]") {
+  const Budget b = serve("llama-3.1-8b", 1);
+  const VllmProfile& p = *b.vllm;
+  // requested = 0.95 x capacity ("0.95, 75.23 GiB")
+  CHECK(static_cast<double>(p.requested_bytes) ==
+        Approx(gib(75.23)).epsilon(0.001));
+  // "Available KV cache memory: 58.11 GiB" (10 %)
+  CHECK(static_cast<double>(p.kv_cache_bytes) ==
+        Approx(62'395'137'393.0).epsilon(0.1));
+  // "GPU KV cache size: 476,016 tokens" (10 %), whole blocks of 16
+  CHECK(static_cast<double>(p.kv_tokens) == Approx(476'016.0).epsilon(0.1));
+  CHECK(p.kv_tokens % 16 == 0);
+  // "Maximum concurrency for 8,192 tokens per request: 58.11x"
+  CHECK(p.max_concurrency == Approx(58.11).epsilon(0.1));
+  // "1.89 GiB for peak activation" (25 %), "0.25 GiB for non-torch"
+  CHECK(static_cast<double>(p.activation_peak_bytes) ==
+        Approx(2'029'372'047.0).epsilon(0.25));
+  CHECK(static_cast<double>(p.non_torch_bytes) ==
+        Approx(268'435'456.0).margin(161'061'274.0));
+  // The identity vLLM logs: KV = requested - weights - activation - non-torch.
+  CHECK(p.kv_cache_bytes == p.requested_bytes - p.weights_bytes -
+                                p.activation_peak_bytes - p.non_torch_bytes);
+  CHECK(p.error.empty());
+  CHECK(b.fits());
+  // Steady state: the requested budget plus the CUDA graphs captured after it.
+  CHECK(b.total_bytes() == p.requested_bytes + p.cuda_graph_bytes);
+}
+
+TEST_CASE("vllm: a 32k max_model_len keeps the pool and cuts concurrency",
+          "[vllm]") {
+  const Budget b = serve("llama-3.1-8b", 1, 1, 32768);
+  CHECK(static_cast<double>(b.vllm->kv_tokens) ==
+        Approx(476'016.0).epsilon(0.1));
+  // "Maximum concurrency for 32,768 tokens per request: 14.53x"
+  CHECK(b.vllm->max_concurrency == Approx(14.53).epsilon(0.1));
+}
+
+TEST_CASE("vllm: tensor parallelism splits weights and KV heads", "[vllm]") {
+  const Budget tp2 = serve("llama-3.1-8b", 2);
+  const Budget tp4 = serve("llama-3.1-8b", 4);
+  // "7.51 GiB for weight", "3.77 GiB" (3 %)
+  CHECK(static_cast<double>(tp2.vllm->weights_bytes) ==
+        Approx(8'063'801'098.0).epsilon(0.03));
+  CHECK(static_cast<double>(tp4.vllm->weights_bytes) ==
+        Approx(4'048'006'676.0).epsilon(0.03));
+  // "2.07 GiB for non-torch memory" at TP2 (custom all-reduce + NCCL)
+  CHECK(static_cast<double>(tp2.vllm->non_torch_bytes) ==
+        Approx(2'222'645'576.0).margin(0.3 * 2'222'645'576.0));
+  // "GPU KV cache size: 1,044,688 tokens" / "2,209,792 tokens" (10 %)
+  CHECK(static_cast<double>(tp2.vllm->kv_tokens) ==
+        Approx(1'044'688.0).epsilon(0.1));
+  CHECK(static_cast<double>(tp4.vllm->kv_tokens) ==
+        Approx(2'209'792.0).epsilon(0.1));
+}
+
+TEST_CASE(
+    "vllm: pipeline stages hold 8 layers each, embedding first and "
+    "lm_head last",
+    "[vllm]") {
+  const Budget b = serve("llama-3.1-8b", 1, 4);
+  REQUIRE(b.stages.size() == 4);
+  // "4.26 GiB" on PP0 and PP3, "3.28 GiB" on PP1 and PP2 (3 %)
+  CHECK(static_cast<double>(b.stages[0].weights_bytes) ==
+        Approx(4'574'140'170.0).epsilon(0.03));
+  CHECK(static_cast<double>(b.stages[1].weights_bytes) ==
+        Approx(3'521'873'183.0).epsilon(0.03));
+  CHECK(static_cast<double>(b.stages[3].weights_bytes) ==
+        Approx(4'574'140'170.0).epsilon(0.03));
+  for (const Stage& st : b.stages) {
+    CHECK(st.layers == 8);
+  }
+  // "GPU KV cache size: 2,257,264 tokens" (the smallest worker, 10 %)
+  CHECK(static_cast<double>(b.vllm->kv_tokens) ==
+        Approx(2'257'264.0).epsilon(0.1));
+}
+
+TEST_CASE("vllm: FP8 weights and FP8 KV cache", "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3.3-70b");
+  const Gpu& g = find_gpu(cat, "H100");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.gpus = 2;
+  s.gpu_util = 0.95;
+  s.max_num_seqs = 1024;
+  s.max_model_len = 8192;
+  s.quant = Quant::fp8;
+  const Budget b = memory(m, g, resolve_setup(m, s));
+  // "33.88 GiB for weight" (3 %), "GPU KV cache size: 244,304 tokens" (10 %)
+  CHECK(static_cast<double>(b.vllm->weights_bytes) ==
+        Approx(36'378'372'997.0).epsilon(0.03));
+  CHECK(static_cast<double>(b.vllm->kv_tokens) ==
+        Approx(244'304.0).epsilon(0.1));
+
+  const Model& small = find_model(cat, "llama-3.1-8b");
+  Setup k;
+  k.engine = Engine::vllm;
+  k.gpu_util = 0.95;
+  k.max_num_seqs = 1024;
+  k.max_model_len = 8192;
+  k.kv_dtype = Dtype::fp8;
+  const Budget kv8 = memory(small, g, resolve_setup(small, k));
+  // 1 B per value: 65,536 B per token, "952,032 tokens" (10 %)
+  CHECK(kv8.vllm->kv_bytes_per_token == 65'536);
+  CHECK(static_cast<double>(kv8.vllm->kv_tokens) ==
+        Approx(952'032.0).epsilon(0.1));
+}
+
+TEST_CASE("vllm: MLA caches one latent head per layer", "[vllm]") {
+  const Budget b = serve("deepseek-v2-lite", 1);
+  // 27 layers x (512 + 64) x 2 B = 31,104 B per token
+  CHECK(b.vllm->kv_bytes_per_token == 31'104);
+  // "GPU KV cache size: 1,505,552 tokens" (10 %)
+  CHECK(static_cast<double>(b.vllm->kv_tokens) ==
+        Approx(1'505'552.0).epsilon(0.1));
+}
+
+TEST_CASE("vllm: MoE profile keeps the fused-MoE workspace", "[vllm]") {
+  const Budget b = serve("qwen3-30b-a3b", 1);
+  // "56.88 GiB for weight, 2.68 GiB for peak activation", "168,288 tokens"
+  CHECK(static_cast<double>(b.vllm->weights_bytes) ==
+        Approx(61'074'434'949.0).epsilon(0.03));
+  CHECK(static_cast<double>(b.vllm->activation_peak_bytes) ==
+        Approx(2'877'628'088.0).epsilon(0.25));
+  CHECK(static_cast<double>(b.vllm->kv_tokens) ==
+        Approx(168'288.0).epsilon(0.1));
+}
+
+TEST_CASE("vllm: hybrid sliding-window models report tokens per KV group",
+          "[vllm]") {
+  const Budget b = serve("gemma-3-27b", 1);
+  // Gemma 3: 52 sliding + 10 global layers -> 7 groups of 10 layers; tokens =
+  // blocks / groups x 16, not the pool over 62 layers' bytes per token.
+  // "GPU KV cache size: 36,560 tokens" (10 %)
+  CHECK(static_cast<double>(b.vllm->kv_tokens) ==
+        Approx(36'560.0).epsilon(0.1));
+  const double naive = static_cast<double>(b.vllm->kv_cache_bytes) /
+                       static_cast<double>(b.vllm->kv_bytes_per_token);
+  CHECK(static_cast<double>(b.vllm->kv_tokens) < 0.9 * naive);
+}
+
+TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3.1-8b");
+  const Gpu& g = find_gpu(cat, "RTX4090");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.gpu_util = 0.9;
+  s.max_model_len = 131072;
+  Budget b = memory(m, g, resolve_setup(m, s));
+  REQUIRE(b.vllm.has_value());
+  // 16 GB of weights leave ~3.5 GB: 131072 x 128 KiB = 16 GiB of KV needed.
+  CHECK_THAT(b.vllm->error,
+             Catch::StartsWith("To serve at least one request with the "
+                               "models's max seq len (131072)") &&
+                 Catch::Contains("the estimated maximum model length is"));
+  CHECK(b.vllm->max_model_len_fit > 0);
+  CHECK(b.vllm->max_model_len_fit < 131072);
+  CHECK_FALSE(b.fits());
+
+  // At the estimated length vLLM starts.
+  s.max_model_len = b.vllm->max_model_len_fit;
+  b = memory(m, g, resolve_setup(m, s));
+  CHECK(b.vllm->error.empty());
+  CHECK(b.fits());
+
+  s.gpu_util = 0.5;
+  s.max_model_len = 4096;
+  b = memory(m, g, resolve_setup(m, s));
+  CHECK(b.vllm->error ==
+        "No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.");
+  CHECK_FALSE(b.fits());
+}
+
+TEST_CASE(
+    "vllm: enforce-eager captures no CUDA graphs; V0 counts more "
+    "non-torch memory",
+    "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3.1-8b");
+  const Gpu& g = find_gpu(cat, "H100");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.max_model_len = 8192;
+  const Budget graphs = memory(m, g, resolve_setup(m, s));
+  CHECK(graphs.vllm->cuda_graph_bytes > 0);
+  s.enforce_eager = true;
+  const Budget eager = memory(m, g, resolve_setup(m, s));
+  CHECK(eager.vllm->cuda_graph_bytes == 0);
+  CHECK(eager.vllm->kv_cache_bytes == graphs.vllm->kv_cache_bytes);
+  s.vllm_version = VllmEra::v0;
+  const Budget v0 = memory(m, g, resolve_setup(m, s));
+  // V0: 1.79 GiB non-torch at TP1 (vllm-project/vllm#10511), one prompt of
+  // max_model_len per profile step.
+  CHECK(v0.vllm->non_torch_bytes > eager.vllm->non_torch_bytes);
+  CHECK(v0.vllm->kv_cache_bytes < eager.vllm->kv_cache_bytes);
+}

@@ -85,6 +85,22 @@ enum class Warning : unsigned {
 
 inline constexpr std::size_t k_max_components = 10;
 
+// Ceiling of any one component (2^56 B = 64 PiB, beyond any cluster): terms
+// computed in double saturate here so ten of them still sum within int64 at
+// the CLI's input bounds (seq 10M, batch 1M, 100k GPUs).
+inline constexpr Bytes k_max_component_bytes = Bytes{1} << 56;
+
+// round_bytes() with the ceiling above; negative inputs give 0.
+inline Bytes saturated_bytes(double bytes) {
+  if (!(bytes > 0)) {
+    return 0;
+  }
+  if (bytes >= static_cast<double>(k_max_component_bytes)) {
+    return k_max_component_bytes;
+  }
+  return round_bytes(bytes);
+}
+
 struct Budget {
   // Components in DESIGN order; only the first `count` are used (no heap
   // allocation).
