@@ -87,11 +87,10 @@ std::string billions(std::int64_t params) {
   return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
 }
 
-// The published count when the catalog has one (what users quote), else the
-// count from the architecture (an imported config.json).
+// The exact count from the architecture (the catalog's official figures are
+// often rounded, e.g. 70.6B for 70,553,706,496).
 std::int64_t total_params(const Model& model) {
-  return model.official_params > 0 ? model.official_params
-                                   : count_params(model).total();
+  return count_params(model).total();
 }
 
 // One line with every setting that shapes this plan.
@@ -310,9 +309,10 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
   put(fmt::format("{:<16}{:>9}  {:>8}", "per GPU", "GiB", "of card"));
   for (std::size_t i = 0; i < b.count; ++i) {
     const Component& c = b.components[i];
-    put(fmt::format("  {:<14}{:>9}  {:>8}  {}  {}", c.name, gib(c.bytes),
+    // Formulas are in the JSON and Markdown; here they would wrap the table.
+    put(fmt::format("  {:<14}{:>9}  {:>8}  {}", c.name, gib(c.bytes),
                     percent(c.bytes, b.capacity_bytes),
-                    bar(c.bytes, b.capacity_bytes), st.dim(c.formula)));
+                    bar(c.bytes, b.capacity_bytes)));
   }
   put(fmt::format("  {:<14}{:>9}  {:>8}  {}", "total", gib(b.total_bytes()),
                   percent(b.total_bytes(), b.capacity_bytes),
@@ -672,7 +672,9 @@ std::string render_models_text(const Catalog& catalog) {
   for (const Model& m : catalog.models) {
     std::string names = m.hf_id;
     for (const auto& alias : m.aliases) {
-      names += ", " + alias;
+      if (alias != m.hf_id) {
+        names += ", " + alias;
+      }
     }
     fmt::format_to(std::back_inserter(out),
                    "{:<24}{:>10}{:>8}{:>8}{:>9}{:>10}  {}\n", m.name,

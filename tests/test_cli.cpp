@@ -1,3 +1,456 @@
+// The command line: most behaviour in-process (run_cli), the contract checks
+// (exit codes, JSON keys, error messages, README's example) through the built
+// binary (run_binary), as scripts in CI pipelines see it.
+
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+using oomplan::test::run_binary;
+using oomplan::test::run_cli;
+
+const std::string k_readme_args = "llama3-70b --gpus 4xA100-80 --seq 8192";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> split_args(const std::string& line) {
+  std::vector<std::string> args;
+  std::istringstream words(line);
+  std::string word;
+  while (words >> word) {
+    args.push_back(word);
+  }
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("cli: MODEL alone means the plan subcommand", "[cli]") {
+  const auto implicit = run_cli({"llama3-70b", "--gpus", "4xA100-80"});
+  const auto explicit_plan =
+      run_cli({"plan", "llama3-70b", "--gpus", "4xA100-80"});
+  CHECK(implicit.code == 0);
+  CHECK(implicit.err.empty());
+  CHECK(implicit.out == explicit_plan.out);
+  CHECK(implicit.code == explicit_plan.code);
+  // An option first also means plan (oomplan --gpus 4xA100-80 llama3-70b).
+  CHECK(run_cli({"--gpus", "4xA100-80", "llama3-70b"}).out == implicit.out);
+}
+
+TEST_CASE("cli: the text report has the setup line, the table and the verdict",
+          "[cli]") {
+  const auto r = run_cli(split_args(k_readme_args));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("llama-3-70b (70.55B params) on 4 x "
+                                      "A100-80: infer (hf), seq 8192"));
+  CHECK_THAT(r.out, Catch::Contains("\n  weights "));
+  CHECK_THAT(r.out, Catch::Contains("\n  kv_cache "));
+  CHECK_THAT(r.out, Catch::Contains("\n  total "));
+  CHECK_THAT(r.out, Catch::Contains("\nFITS: "));
+  CHECK_THAT(r.out, Catch::Contains("\npeak at "));
+  // No colour when the output is not a terminal.
+  CHECK(r.out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("cli: colour only on a terminal and never with NO_COLOR", "[cli]") {
+  const std::vector<std::string> args = split_args(k_readme_args);
+  std::ostringstream tty_out;
+  std::ostringstream tty_err;
+  CHECK(oomplan::cli::run(args, tty_out, tty_err, true, false) == 0);
+  CHECK(tty_out.str().find("\x1b[") != std::string::npos);
+  std::ostringstream no_color_out;
+  std::ostringstream no_color_err;
+  CHECK(oomplan::cli::run(args, no_color_out, no_color_err, true, true) == 0);
+  CHECK(no_color_out.str().find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("cli: a plan that does not fit exits 1 and lists fixes", "[cli]") {
+  // 70.55e9 x 2 B = 131.4 GiB of bf16 weights on one 79 GiB card.
+  const auto r = run_cli({"llama3-70b", "--gpus", "1xA100-80"});
+  CHECK(r.code == 1);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("DOES NOT FIT: needs "));
+}
+
+TEST_CASE("cli: --json is --format json and follows oomplan.plan/1", "[cli]") {
+  const auto a = run_cli({"llama3-70b", "--gpus", "4xA100-80", "--json"});
+  const auto b =
+      run_cli({"llama3-70b", "--gpus", "4xA100-80", "--format", "json"});
+  REQUIRE(a.code == 0);
+  CHECK(a.out == b.out);
+  const json doc = json::parse(a.out);
+  CHECK(doc["schema"] == "oomplan.plan/1");
+  CHECK(doc["model"]["params"] == 70'553'706'496);
+  CHECK(doc["gpu"]["name"] == "A100-80");
+  CHECK(doc["gpu"]["count"] == 4);
+  CHECK(doc["setup"]["tp"] == 4);
+  CHECK(doc["setup"]["dp"] == 1);
+  CHECK(doc["setup"]["seq"] == 4096);
+  // total_bytes is the sum of the components; headroom = usable - total.
+  std::int64_t sum = 0;
+  for (const auto& c : doc["components"]) {
+    CHECK(c["bytes"].is_number_integer());
+    sum += c["bytes"].get<std::int64_t>();
+  }
+  CHECK(doc["total_bytes"] == sum);
+  CHECK(doc["headroom_bytes"] == doc["usable_bytes"].get<std::int64_t>() - sum);
+  CHECK(doc["peak"]["device_bytes"] == sum);
+}
+
+TEST_CASE("cli: markdown output is a table for pull requests", "[cli]") {
+  const auto r =
+      run_cli({"llama3-70b", "--gpus", "4xA100-80", "--format", "markdown"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("### oomplan: llama-3-70b on 4 x "
+                                      "A100-80\n"));
+  CHECK_THAT(r.out, Catch::Contains("| **total** |"));
+}
+
+TEST_CASE("cli: each fix's args reproduce its total_bytes and verdict",
+          "[cli]") {
+  const auto r = run_cli({"llama3-70b", "--gpus", "2xA100-80", "--seq", "32768",
+                          "--batch", "4", "--json"});
+  REQUIRE(r.code == 1);
+  const json doc = json::parse(r.out);
+  REQUIRE(!doc["fixes"].empty());
+  for (const auto& fix : doc["fixes"]) {
+    INFO(fix["args"].get<std::string>());
+    auto args = split_args(fix["args"].get<std::string>());
+    args.emplace_back("--json");
+    const auto rerun = run_cli(args);
+    REQUIRE(rerun.code != 2);
+    const json again = json::parse(rerun.out);
+    CHECK(again["total_bytes"] == fix["total_bytes"]);
+    CHECK(again["fits"] == fix["fits"]);
+  }
+}
+
+TEST_CASE("cli: without --gpus each common GPU gets the fewest that fit",
+          "[cli]") {
+  const auto r = run_cli({"llama3-70b", "--seq", "8192", "--json"});
+  REQUIRE(r.code == 0);
+  const json doc = json::parse(r.out);
+  CHECK(doc["schema"] == "oomplan.sizing/1");
+  REQUIRE(!doc["options"].empty());
+  for (const auto& row : doc["options"]) {
+    INFO(row["gpu"].get<std::string>());
+    if (!row["fits"].get<bool>()) {
+      continue;
+    }
+    // The suggested command fits ...
+    auto args = split_args(row["args"].get<std::string>());
+    CHECK(run_cli(args).code == 0);
+    // ... and half as many GPUs (same tp rule) does not.
+    const int count = row["count"].get<int>();
+    if (count > 1 && count <= 8) {
+      const auto fewer = run_cli(
+          {"llama3-70b", "--seq", "8192", "--gpus",
+           std::to_string(count / 2) + "x" + row["gpu"].get<std::string>()});
+      CHECK(fewer.code == 1);
+    }
+  }
+  const auto text = run_cli({"llama3-70b", "--seq", "8192"});
+  CHECK_THAT(text.out, Catch::Contains("the fewest GPUs that fit"));
+}
+
+TEST_CASE("cli: models and gpus list the catalog", "[cli]") {
+  const auto models = run_cli({"models"});
+  CHECK(models.code == 0);
+  CHECK_THAT(models.out, Catch::Contains("llama-3-70b"));
+  const json models_doc = json::parse(run_cli({"models", "--json"}).out);
+  CHECK(models_doc["schema"] == "oomplan.models/1");
+  CHECK(models_doc["models"].size() >= 40);
+
+  const auto gpus = run_cli({"gpus"});
+  CHECK(gpus.code == 0);
+  CHECK_THAT(gpus.out, Catch::Contains("A100-80"));
+  CHECK_THAT(gpus.out, Catch::Contains("p4de.24xlarge"));
+  const json gpus_doc = json::parse(run_cli({"gpus", "--json"}).out);
+  CHECK(gpus_doc["schema"] == "oomplan.gpus/1");
+  CHECK(gpus_doc["gpus"].size() >= 20);
+}
+
+TEST_CASE("cli: a config.json path or its folder is a MODEL", "[cli]") {
+  const std::string folder =
+      std::string(OOMPLAN_TEST_DATA) + "/validation/configs/llama-7b";
+  const auto by_folder = run_cli({folder, "--gpus", "1xA100-80", "--json"});
+  const auto by_file =
+      run_cli({folder + "/config.json", "--gpus", "1xA100-80", "--json"});
+  INFO(by_folder.err);
+  REQUIRE(by_folder.code == 0);
+  CHECK(by_file.out == by_folder.out);
+  // LLaMA-7B: 6,738,415,616 parameters (32 layers of 4096, vocab 32000).
+  CHECK(json::parse(by_folder.out)["model"]["params"] == 6'738'415'616);
+}
+
+TEST_CASE("cli: --catalog adds models from a folder of JSON", "[cli]") {
+  const std::string text =
+      read_text(std::string(OOMPLAN_SOURCE_DIR) + "/models/llama.json");
+  json doc = json::parse(text);
+  REQUIRE(!doc["models"].empty());
+  json entry = doc["models"][0];
+  entry["id"] = "my-private-7b";
+  entry["aliases"] = json::array();
+  entry["hf_id"] = "example/my-private-7b";
+  const auto dir = std::filesystem::temp_directory_path() / "oomplan-cli-test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "extra.json");
+    out << json{{"models", json::array({entry})}}.dump();
+  }
+  CHECK(run_cli({"my-private-7b", "--gpus", "1xA100-80"}).code == 2);
+  const auto r = run_cli(
+      {"my-private-7b", "--gpus", "1xA100-80", "--catalog", dir.string()});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("my-private-7b"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: --help and --version print to stdout and exit 0", "[cli]") {
+  const auto help = run_cli({"--help"});
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Catch::Contains("Exit codes: 0 fits"));
+  const auto plan_help = run_cli({"llama3-70b", "--help"});
+  CHECK(plan_help.code == 0);
+  CHECK_THAT(plan_help.out, Catch::Contains("--max-model-len"));
+  const auto version = run_cli({"--version"});
+  CHECK(version.code == 0);
+  CHECK(version.out == "oomplan 0.1.0\n");
+}
+
+TEST_CASE("cli: the built binary exits 0, 1 and 2 as the contract says",
+          "[cli]") {
+  CHECK(run_binary(k_readme_args).code == 0);
+  CHECK(run_binary("llama3-70b --gpus 1xRTX4090").code == 1);
+  CHECK(run_binary("llama3-70b --gpus 1xRTX4090 --seq 0").code == 2);
+  CHECK(run_binary("").code == 2);
+  CHECK(run_binary("--help").code == 0);
+}
+
+TEST_CASE("cli: the binary's JSON carries every oomplan.plan/1 key", "[cli]") {
+  const auto r = run_binary(k_readme_args + " --json");
+  REQUIRE(r.code == 0);
+  const json doc = json::parse(r.out);
+  for (const char* key :
+       {"schema", "model", "gpu", "setup", "components", "total_bytes",
+        "usable_bytes", "fits", "headroom_bytes", "host_bytes", "warnings",
+        "fixes", "peak"}) {
+    INFO(key);
+    CHECK(doc.contains(key));
+  }
+  for (const char* key : {"name", "params"}) {
+    CHECK(doc["model"].contains(key));
+  }
+  for (const char* key : {"name", "count", "capacity_bytes"}) {
+    CHECK(doc["gpu"].contains(key));
+  }
+  for (const char* key : {"mode",
+                          "engine",
+                          "seq",
+                          "batch",
+                          "dtype",
+                          "quant",
+                          "kv_dtype",
+                          "tp",
+                          "pp",
+                          "dp",
+                          "zero",
+                          "nodes",
+                          "offload",
+                          "checkpointing",
+                          "attn",
+                          "precision",
+                          "optimizer",
+                          "lora_rank",
+                          "lora_targets",
+                          "gpu_util",
+                          "max_model_len",
+                          "max_num_seqs"}) {
+    INFO(key);
+    CHECK(doc["setup"].contains(key));
+  }
+  for (const char* key :
+       {"allocated_bytes", "reserved_bytes", "device_bytes", "phase"}) {
+    CHECK(doc["peak"].contains(key));
+  }
+  for (const auto& c : doc["components"]) {
+    CHECK(c.contains("name"));
+    CHECK(c["bytes"].is_number_integer());
+    CHECK(c["formula"].is_string());
+  }
+  CHECK_FALSE(doc.contains("stages"));
+  CHECK_FALSE(doc.contains("vllm"));
+
+  const json vllm =
+      json::parse(run_binary(k_readme_args + " --engine vllm --json").out);
+  REQUIRE(vllm.contains("vllm"));
+  for (const char* key :
+       {"requested_bytes", "weights_bytes", "activation_peak_bytes",
+        "non_torch_bytes", "cuda_graph_bytes", "kv_cache_bytes",
+        "kv_bytes_per_token", "kv_tokens", "max_concurrency",
+        "max_model_len_fit", "error"}) {
+    INFO(key);
+    CHECK(vllm["vllm"].contains(key));
+  }
+  const json staged = json::parse(
+      run_binary("llama3-70b --gpus 4xA100-80 --tp 1 --pp 4 --json").out);
+  REQUIRE(staged.contains("stages"));
+  CHECK(staged["stages"].size() == 4);
+}
+
+TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
+          "[cli]") {
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"lama3-70b --gpus 4xA100-80",
+       "unknown model 'lama3-70b'; did you mean llama3-70b?"},
+      {"llama3-70b --gpus 4xA100-90",
+       "unknown GPU 'A100-90'; did you mean A100-80?"},
+      {"llama3-70b --gpus 4xA100-80 --seq 0",
+       "--seq 0 is out of range; use 1 to 10000000 tokens"},
+      {"llama3-70b --gpus 4xA100-80 --seq -5",
+       "--seq -5 is out of range; use 1 to 10000000 tokens"},
+      {"llama3-70b --gpus 4xA100-80 --seq abc",
+       "--seq 'abc' is not a whole number"},
+      {"llama3-70b --gpus 4xA100-80 --seq 20000000",
+       "--seq 20000000 is out of range; use 1 to 10000000 tokens"},
+      {"llama3-70b --gpus 4xA100-80 --batch 2000000",
+       "--batch 2000000 is out of range; use 1 to 1000000 sequences"},
+      {"llama3-70b --gpus 4xA100-80 --batch 1.5",
+       "--batch '1.5' is not a whole number"},
+      {"llama3-70b --gpus 8xA100-80 --nodes 20000",
+       "8 GPUs per node x 20000 nodes = 160000 GPUs is above the 100000 "
+       "limit"},
+      {"llama3-70b --gpus 4xA100-80 --gpu-util 1.5",
+       "--gpu-util 1.5 is out of range; use a fraction above 0 and at most "
+       "1, e.g. 0.9"},
+      {"llama3-70b --gpus 4xA100-80 --mode lora --lora-rank 0",
+       "--lora-rank 0 is out of range; use 1 to 65536"},
+      {"llama3-70b --gpus 4xA100-80 --mode full --fsdp --zero 2",
+       "--fsdp shards like ZeRO stage 3 and contradicts --zero 2; drop "
+       "--zero or use --zero 3"},
+      {"llama3-70b --gpus 4xA100-80 --split layers --tp 2",
+       "--split layers puts whole layers on each GPU and contradicts --tp 2; "
+       "drop one of them"},
+      {"llama3-70b --gpus 4xA100-80 --engine vllm --mode full",
+       "--engine vllm serves models and cannot train (--mode full); use "
+       "--engine hf for training or --mode infer with vllm"},
+      {"llama3-70b --gpus 4xA100-80 --tp 3",
+       "--tp 3 x --pp 1 = 3 GPUs per replica does not divide the 4 GPUs; "
+       "choose tp x pp that divides 4"},
+      {"llama3-70b --gpus 4xA100-80 --pp 3",
+       "--pp 3 does not divide the 4 GPUs; use a --pp that divides 4"},
+      {"llama3-70b --gpus 4xA100-80 --dtype fp12",
+       "--dtype: fp12 not in {bf16,fp16,fp32}"},
+      {"llama3-70b --gpus 4xA100-80 --lora-targets q,x",
+       "--lora-targets 'q,x' is not a target list; use qv, attn, all or a "
+       "comma list of q,k,v,o,gate,up,down"},
+      {"llama3-70b --gpus 4xA100-80 --vllm-version abc",
+       "--vllm-version 'abc' is not a version; use X.Y such as 0.6 or 0.11"},
+      {"./no-such-dir/config.json --gpus 1xH100",
+       "no such file './no-such-dir/config.json'"},
+      {"llama3-70b --gpus 4xA100-80 --catalog /no-such-dir",
+       "--catalog '/no-such-dir' is not a folder; give a folder of *.json "
+       "files"},
+      {"llama3-70b --gpus 4xA100-80 --json --format markdown",
+       "--json and --format markdown contradict; keep one of them"},
+      {"llama3-70b extra --gpus 1xH100",
+       "unexpected argument 'extra'; see oomplan --help"},
+      {"",
+       "missing MODEL; usage: oomplan MODEL [--gpus NxNAME] [options], or "
+       "oomplan --help"},
+  };
+  for (const auto& c : cases) {
+    INFO("oomplan " << c.args);
+    const auto r = run_binary(c.args);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "oomplan: error: " + c.message + "\n");
+  }
+}
+
+TEST_CASE("cli: bad input never crashes or hangs on odd arguments", "[cli]") {
+  const std::vector<std::vector<std::string>> odd = {
+      {"--gpus"},
+      {"llama3-70b", "--gpus"},
+      {"llama3-70b", "--gpus", ""},
+      {"llama3-70b", "--gpus", "x"},
+      {"llama3-70b", "--gpus", "99999999999999999999xH100"},
+      {"llama3-70b", "--seq", "99999999999999999999999"},
+      {"llama3-70b", "--gpu-util", "nan"},
+      {"llama3-70b", "--gpu-util", "inf"},
+      {"llama3-70b", "--reserve", "1"},
+      {"llama3-70b", "--overhead-gib", "-1"},
+      {"", "--gpus", "1xH100"},
+      {"llama3-70b", "--gpus", "4xA100-80", "--tp", "0"},
+      {"llama3-70b", "--gpus", "4xA100-80", "--nodes", "0"},
+      {"llama3-70b", "--gpus", "4xA100-80", "--max-num-seqs", "0"},
+      {"llama3-70b", "--gpus", "4xA100-80", "--grad-accum", "-1"},
+      {"llama3-70b", "--gpus", "4xA100-80", "--price", "-3"},
+      {"fit", "llama3-70b", "--max-gpus", "0"},
+      {"fit", "llama3-70b", "--gpus", "A100-90"},
+      {"models", "extra"},
+      {"fit"},
+  };
+  for (const auto& args : odd) {
+    std::string line;
+    for (const auto& a : args) {
+      line += "'" + a + "' ";
+    }
+    INFO(line);
+    const auto r = run_cli(args);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("oomplan: error: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("cli: README's example output is what the binary prints", "[cli]") {
+  const std::string readme =
+      read_text(std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
+  const std::string begin = "<!-- oomplan-example:begin -->";
+  const std::string end = "<!-- oomplan-example:end -->";
+  const auto r = run_binary(k_readme_args);
+  REQUIRE(r.code == 0);
+  const std::string expected_block =
+      "```text\n$ oomplan " + k_readme_args + "\n" + r.out + "```\n";
+  const auto b = readme.find(begin);
+  const auto e = readme.find(end);
+  // The block: a ```text fence, the command line, the output, the fence.
+  std::string block;
+  if (b != std::string::npos && e != std::string::npos && e > b) {
+    block = readme.substr(b + begin.size(), e - b - begin.size());
+    while (!block.empty() && block.front() == '\n') {
+      block.erase(0, 1);
+    }
+  }
+  if (block != expected_block) {
+    // Raw, unwrapped, so it can be pasted as is.
+    std::cerr << "README.md's example is stale; paste this between " << begin
+              << " and " << end << ":\n"
+              << expected_block;
+  }
+  CHECK(b != std::string::npos);
+  CHECK(block == expected_block);
+}

@@ -28,7 +28,6 @@ Model toy_model() {
   m.intermediate_size = 14336;
   m.vocab_size = 32000;
   m.max_position_embeddings = 8192;
-  m.official_params = 7'000'000'000;  // shown as "7.00B"
   return m;
 }
 
@@ -100,16 +99,16 @@ Plan failing_plan() {
 TEST_CASE("report: text shows the setup, the per-GPU table and the verdict",
           "[report]") {
   const std::string expected =
-      "toy-7b (7.00B params) on 2 x G80: infer (hf), seq 8192, batch 1, "
+      // 32 x (4 x 4096^2 x 10/16 [q,o full; k,v at 8/32 heads] +
+      // 3 x 4096 x 14336 + 2 x 4096 [norms]) + 2 x 32000 x 4096 + 4096
+      // = 7,241,732,096 parameters.
+      "toy-7b (7.24B params) on 2 x G80: infer (hf), seq 8192, batch 1, "
       "bf16, weights bf16, kv bf16, tp 2, pp 1, dp 1, attn flash\n"
       "\n"
       "per GPU               GiB   of card\n"
-      "  weights            7.00     8.8 %  "
-      "██░░░░░░░░░░░░░░░░░░  params / tp x 2 B\n"
-      "  kv_cache           2.00     2.5 %  "
-      "█░░░░░░░░░░░░░░░░░░░  2 x layers x kv_heads x head_dim x 2 B x seq\n"
-      "  overhead           0.50     0.6 %  "
-      "░░░░░░░░░░░░░░░░░░░░  CUDA context + cuBLAS + NCCL\n"
+      "  weights            7.00     8.8 %  ██░░░░░░░░░░░░░░░░░░\n"
+      "  kv_cache           2.00     2.5 %  █░░░░░░░░░░░░░░░░░░░\n"
+      "  overhead           0.50     0.6 %  ░░░░░░░░░░░░░░░░░░░░\n"
       "  total              9.50    11.9 %  ██░░░░░░░░░░░░░░░░░░\n"
       "  capacity          80.00   100.0 %\n"
       "\n"
@@ -157,7 +156,7 @@ TEST_CASE("report: JSON carries every oomplan.plan/1 key with integer bytes",
   }
   CHECK(doc["schema"] == "oomplan.plan/1");
   CHECK(doc["model"]["name"] == "toy-7b");
-  CHECK(doc["model"]["params"] == 7'000'000'000);
+  CHECK(doc["model"]["params"] == 7'241'732'096);
   CHECK(doc["gpu"]["name"] == "G80");
   CHECK(doc["gpu"]["count"] == 2);
   CHECK(doc["gpu"]["capacity_bytes"] == 80 * k_gib);
@@ -282,7 +281,7 @@ TEST_CASE("report: the catalog lists render as tables and JSON", "[report]") {
   CHECK_THAT(render_models_text(catalog), Catch::Contains("toy-7b"));
   const json models = json::parse(render_models_json(catalog));
   CHECK(models["schema"] == "oomplan.models/1");
-  CHECK(models["models"][0]["params"] == 7'000'000'000);
+  CHECK(models["models"][0]["params"] == 7'241'732'096);
   const json gpus = json::parse(render_gpus_json(catalog));
   CHECK(gpus["gpus"][0]["capacity_bytes"] == 80 * k_gib);
   CHECK(gpus["instances"][0]["count"] == 8);

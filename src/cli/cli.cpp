@@ -529,16 +529,23 @@ void set_gpu_count(Setup& setup, int per_node) {
   }
 }
 
-void check_parallel_sizes(const Setup& resolved) {
+// `user` is the setup before resolve_setup: its tp is 0 unless --tp was given.
+void check_parallel_sizes(const Setup& user, const Setup& resolved) {
   const std::int64_t total = resolved.total_gpus();
   const std::int64_t per_replica =
       static_cast<std::int64_t>(resolved.tp) * resolved.pp;
-  if (resolved.tp < 1 || per_replica > total || total % per_replica != 0) {
-    throw Error(fmt::format(
-        "--tp {} x --pp {} = {} GPUs per replica does not divide the {} "
-        "GPUs; choose tp x pp that divides {}",
-        resolved.tp, resolved.pp, per_replica, total, total));
+  if (resolved.tp >= 1 && per_replica <= total && total % per_replica == 0) {
+    return;
   }
+  if (user.tp == 0) {
+    throw Error(fmt::format(
+        "--pp {} does not divide the {} GPUs; use a --pp that divides {}",
+        resolved.pp, total, total));
+  }
+  throw Error(fmt::format(
+      "--tp {} x --pp {} = {} GPUs per replica does not divide the {} GPUs; "
+      "choose tp x pp that divides {}",
+      resolved.tp, resolved.pp, per_replica, total, total));
 }
 
 // --- Subcommands.
@@ -561,7 +568,7 @@ int run_plan_one(const Catalog& catalog, const Model& model,
   set_gpu_count(setup, spec.count);
   const Gpu& gpu = *spec.gpu;
   const Setup resolved = resolve_setup(model, setup);
-  check_parallel_sizes(resolved);
+  check_parallel_sizes(setup, resolved);
   validate_setup(model, gpu, resolved);
 
   Plan plan;
@@ -635,7 +642,7 @@ int run_sizing(const Catalog& catalog, const Model& model,
       }
       try {
         const Setup resolved = resolve_setup(model, setup);
-        check_parallel_sizes(resolved);
+        check_parallel_sizes(setup, resolved);
         validate_setup(model, gpu, resolved);
         any_valid = true;
         const Budget budget = memory(model, gpu, resolved);
@@ -680,6 +687,11 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   LoadedModel loaded;
   load_model(catalog, options.model, loaded);
   if (options.gpus.empty()) {
+    if (app.count("--gpus") > 0) {
+      throw Error(
+          "--gpus is empty; give NxNAME such as 4xA100-80, or leave it out "
+          "to list the fewest GPUs of each common type");
+    }
     return run_sizing(catalog, *loaded.model, options, setup, format, rt);
   }
   return run_plan_one(catalog, *loaded.model, options, setup, format, rt);
