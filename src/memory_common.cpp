@@ -245,7 +245,11 @@ Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup) {
   bytes += gpu.compute_capability >= 90 ? 32 * k_mib : 8 * k_mib + 128 * k_kib;
   // NCCL communicator buffers when GPUs talk: 342 MiB for 2 GPUs, 392 MiB for
   // 4 and more (aiconfigurator systems/h100_sxm.yaml misc.nccl_mem).
-  const int gpus = setup.total_gpus();
+  // Inference talks only within a tp x pp group (data-parallel replicas and
+  // device_map splits are independent); training all-reduces over all GPUs.
+  const int gpus = setup.training()     ? setup.total_gpus()
+                   : setup.split_layers ? 1
+                                        : setup.tp * setup.pp;
   if (gpus == 2) {
     bytes += 342 * k_mib;
   } else if (gpus > 2) {

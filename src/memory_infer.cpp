@@ -169,7 +169,15 @@ Bytes hf_logits(const Model& m, const Setup& s) {
 HfStage hf_stage(const Model& m, const Setup& s, const Range& r) {
   HfStage st;
   st.weights = weight_bytes(m, s, share_of(r));
-  st.kv = kv_cache_bytes(m, s, r.begin, r.end, s.batch, s.seq);
+  if (m.num_decoder_layers > 0) {
+    // Encoder-decoder (T5): each decoder layer caches self-attention K/V and
+    // cross-attention K/V over the encoder output (taken as seq tokens).
+    st.kv = r.last ? kv_cache_bytes(m, s, 0, 2 * m.num_decoder_layers, s.batch,
+                                    s.seq)
+                   : 0;
+  } else {
+    st.kv = kv_cache_bytes(m, s, r.begin, r.end, s.batch, s.seq);
+  }
   st.activations = r.end > r.begin ? hf_prefill_activations(m, s) : 0;
   st.logits = r.last ? hf_logits(m, s) : 0;
   return st;
@@ -494,7 +502,7 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
 
   // Start-up checks, in vLLM's order and words.
   const double startup_used =
-      (s.total_gpus() > 1 ? 1.5 : 0.5) * dbl(k_gib);  // context (+ NCCL)
+      (s.tp * s.pp > 1 ? 1.5 : 0.5) * dbl(k_gib);  // context (+ NCCL)
   const double free = dbl(gpu.capacity_bytes) - startup_used;
   if (m.max_position_embeddings > 0 &&
       s.max_model_len > m.max_position_embeddings) {

@@ -52,7 +52,11 @@ struct Stage {
 };
 
 // vLLM's own start-up profile for the GPU that limits the KV cache (DESIGN §2
-// "vllm").
+// "vllm"). With engine vllm the budget's components are weights, kv_cache
+// (the pool), activations (profile peak, kept free for the forward pass),
+// overhead (non-torch) and cuda_graphs, so total_bytes = requested_bytes +
+// cuda_graph_bytes: what the process holds per GPU once serving (the graphs
+// are captured after the KV cache, outside gpu_util).
 struct VllmProfile {
   Bytes requested_bytes = 0;  // gpu_util x capacity
   Bytes weights_bytes = 0;
@@ -145,8 +149,11 @@ void validate_setup(const Model& model, const Gpu& gpu, const Setup& setup);
 // ----------------------------------
 
 // Weight bytes per GPU for the resolved quant (embeddings and lm_head
-// unquantized where the engine leaves them), split by tp; `layers` decoder
-// layers on this GPU, embedding/lm_head flags for pipeline stages.
+// unquantized where the engine leaves them), split by tp (setup.tp; pass
+// tp = 1 for an unsharded copy); decoder layers [layer_begin, layer_end) on
+// this GPU, embedding/lm_head flags for pipeline stages. Quant::automatic is
+// resolved here too (qlora: nf4, else the checkpoint's format). With engine
+// vllm it adds vLLM's vocabulary padding (64 x tp) and its RoPE cos/sin cache.
 struct WeightShare {
   std::int64_t layer_begin = 0;  // decoder layers [layer_begin, layer_end)
   std::int64_t layer_end = 0;
@@ -167,8 +174,10 @@ Bytes kv_cache_bytes(const Model& model, const Setup& setup,
                      std::int64_t layer_begin, std::int64_t layer_end,
                      std::int64_t batch, std::int64_t seq);
 
-// CUDA context + cuBLAS workspace + NCCL (when tp*pp*dp > 1) for one process on
-// `gpu`.
+// CUDA context + cuBLAS workspace + NCCL for one process on `gpu`. NCCL counts
+// when GPUs talk: training with more than one GPU in total, inference with
+// tp x pp > 1 (not data-parallel replicas nor --split layers). Setup's
+// overhead_gib >= 0 replaces the whole figure.
 Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup);
 
 }  // namespace oomplan
