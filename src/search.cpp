@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
+#include <tuple>
 
 // `oomplan fit`. Invariants:
 // - every plan kept was priced by memory() on its resolved setup (never
@@ -15,8 +17,9 @@
 //   when another plan of the same card is at least as good on all three and
 //   better on one. Cards are not compared with each other (their prices
 //   differ and the catalog has none);
-// - the output order is deterministic: GPUs, then seconds per token, then
-//   headroom, then card name, then enumeration order.
+// - the output order is deterministic: no offload first, then GPUs, then
+//   GPU-seconds per token (5 % buckets), then headroom, then card name, then
+//   enumeration order; the top N holds one plan per (card, GPUs, offload).
 // Pruning relies on monotonicity the memory model guarantees: a larger
 // micro-batch never lowers the peak, and the most frugal variant of a layout
 // (ZeRO-3, full checkpointing, micro-batch 1) fitting is necessary for any
@@ -81,15 +84,31 @@ class Search {
   }
 
   FitResult result() {
+    // Best first: plans without CPU offload (the last resort), then fewest
+    // GPUs, then GPU-seconds per token (what the job costs at one price per
+    // GPU-hour) in 5 % buckets, then more headroom.
+    auto bucket = [](const Candidate& c) {
+      const double gpu_s = c.seconds_per_token * c.plan.setup.total_gpus();
+      return gpu_s > 0 ? static_cast<long>(
+                             std::floor(std::log(gpu_s) / std::log(1.05)))
+                       : 0L;
+    };
     std::sort(m_kept.begin(), m_kept.end(),
-              [](const Candidate& a, const Candidate& b) {
+              [&bucket](const Candidate& a, const Candidate& b) {
+                const bool oa = a.plan.setup.offload != Offload::none;
+                const bool ob = b.plan.setup.offload != Offload::none;
+                if (oa != ob) {
+                  return ob;
+                }
                 const int ga = a.plan.setup.total_gpus();
                 const int gb = b.plan.setup.total_gpus();
                 if (ga != gb) {
                   return ga < gb;
                 }
-                if (a.seconds_per_token != b.seconds_per_token) {
-                  return a.seconds_per_token < b.seconds_per_token;
+                const long ca = bucket(a);
+                const long cb = bucket(b);
+                if (ca != cb) {
+                  return ca < cb;
                 }
                 if (a.plan.headroom_bytes != b.plan.headroom_bytes) {
                   return a.plan.headroom_bytes > b.plan.headroom_bytes;
@@ -104,9 +123,21 @@ class Search {
     out.front = static_cast<std::int64_t>(m_kept.size());
     out.base = m_base;
     out.max_gpus = m_limits.max_gpus;
+    // The top N shows one plan per (card, GPU count, offload): the rest of
+    // that group are its trade-offs of speed for headroom.
     const auto top = static_cast<std::size_t>(std::max(m_limits.top, 0));
-    for (std::size_t i = 0; i < m_kept.size() && i < top; ++i) {
-      out.plans.push_back(m_kept[i].plan);
+    std::vector<std::tuple<const Gpu*, int, Offload>> shown;
+    for (const Candidate& c : m_kept) {
+      if (out.plans.size() >= top) {
+        break;
+      }
+      const auto key = std::make_tuple(c.plan.gpu, c.plan.setup.total_gpus(),
+                                       c.plan.setup.offload);
+      if (std::find(shown.begin(), shown.end(), key) != shown.end()) {
+        continue;
+      }
+      shown.push_back(key);
+      out.plans.push_back(c.plan);
     }
     return out;
   }
