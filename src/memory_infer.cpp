@@ -354,9 +354,27 @@ Bytes vllm_cuda_graphs(const Model& m, const Setup& s, const Range& r) {
   for (std::int64_t i = r.begin; i < r.end; ++i) {
     moe_layers += is_moe_layer(m, i) ? 1 : 0;
   }
-  const double per_layer = 0.018 / std::pow(static_cast<double>(s.tp), 0.35);
-  const double gib =
-      0.33 + dbl(r.end - r.begin) * per_layer + dbl(moe_layers) * 0.005;
+  // Captured batch sizes (vllm/config/compilation.py): 1, 2, 4, then steps
+  // of 8 to 256 and of 16 to the largest, min(2 x max_num_seqs, 512) (V0:
+  // min(max_num_seqs, 256)); the per-layer part scales with their count.
+  const std::int64_t largest =
+      s.vllm_version == VllmEra::v0
+          ? std::min<std::int64_t>(s.max_num_seqs, 256)
+          : std::min<std::int64_t>(2 * s.max_num_seqs, 512);
+  auto sizes_up_to = [](std::int64_t cap) {
+    std::int64_t n = 0;
+    for (std::int64_t b : {1, 2, 4}) {
+      n += b <= cap ? 1 : 0;
+    }
+    n += std::min<std::int64_t>(cap, 256) / 8;
+    n += cap > 256 ? (cap - 256) / 16 : 0;
+    return n;
+  };
+  const double captured = dbl(sizes_up_to(largest)) / dbl(sizes_up_to(512));
+  const double per_layer =
+      captured * 0.018 / std::pow(static_cast<double>(s.tp), 0.35);
+  const double gib = 0.33 + dbl(r.end - r.begin) * per_layer +
+                     captured * dbl(moe_layers) * 0.005;
   return round_bytes(gib * dbl(k_gib));
 }
 
