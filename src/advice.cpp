@@ -307,6 +307,40 @@ std::optional<Step> optimizer_in_bwd(const Ctx& /*c*/, const Step& from) {
   return to;
 }
 
+std::optional<Step> half_precision(const Ctx& /*c*/, const Step& from) {
+  if (from.setup.dtype != Dtype::fp32) {
+    return std::nullopt;
+  }
+  // Seed checklist step 2: fp32 doubles every 16-bit byte. bf16 needs Ampere;
+  // older cards get fp16.
+  const bool bf16 =
+      from.gpu->compute_capability >= 80 || from.gpu->compute_capability == 0;
+  Step to = from;
+  to.setup.dtype = bf16 ? Dtype::bf16 : Dtype::fp16;
+  to.title = fmt::format("{} instead of fp32", dtype_name(to.setup.dtype));
+  to.flags = from.setup.training()
+                 ? (bf16 ? "--bf16 true" : "--fp16 true")
+                 : (bf16 ? "torch_dtype=torch.bfloat16 (vLLM: --dtype bfloat16)"
+                         : "torch_dtype=torch.float16 (vLLM: --dtype half)");
+  return to;
+}
+
+std::optional<Step> pure_bf16(const Ctx& /*c*/, const Step& from) {
+  const Setup& s = from.setup;
+  if (s.mode != Mode::full || s.precision == Precision::pure ||
+      s.dtype == Dtype::fp32) {
+    return std::nullopt;
+  }
+  Step to = from;
+  to.setup.precision = Precision::pure;
+  to.title = fmt::format("pure {} training (no fp32 master weights or states)",
+                         dtype_name(s.dtype));
+  to.changes =
+      "small accuracy risk (16-bit updates; torchtune's and LitGPT's default)";
+  to.flags = "torchtune: dtype=bf16; LitGPT: --precision bf16-true";
+  return to;
+}
+
 // --- Compute ------------------------------------------------------------
 
 std::optional<Step> checkpointing(const Step& from, Checkpointing level) {
@@ -710,6 +744,7 @@ std::optional<Step> offload_all(const Ctx& /*c*/, const Step& from) {
 // The table: one row per fix, in cost-class order (the order combinations
 // are applied in; searching fixes last so they search the combined setup).
 constexpr std::array k_fixes = {
+    FixKind{"half-precision", CostClass::free, "dtype", half_precision},
     FixKind{"flash-attention", CostClass::free, "attn", flash_attention},
     FixKind{"chunked-loss", CostClass::free, "loss", chunked_loss},
     FixKind{"optimizer-in-bwd", CostClass::free, "inbwd", optimizer_in_bwd},
@@ -725,6 +760,7 @@ constexpr std::array k_fixes = {
     FixKind{"pipeline-parallel", CostClass::compute, "pp", pipeline},
     FixKind{"fp8-kv-cache", CostClass::accuracy, "kv", fp8_kv_cache},
     FixKind{"optimizer-8bit", CostClass::accuracy, "optim", optimizer_8bit},
+    FixKind{"pure-bf16", CostClass::accuracy, "precision", pure_bf16},
     FixKind{"quantize-int8", CostClass::accuracy, "quant", quantize_int8},
     FixKind{"quantize-fp8", CostClass::accuracy, "quant", quantize_fp8},
     FixKind{"quantize-4bit", CostClass::accuracy, "quant", quantize_4bit},
@@ -787,16 +823,20 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
   const double before = seconds_per_token(base_time);
   const double after = seconds_per_token(t);
   fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
+  // The cost in words: what it costs (time, GPUs, host RAM), then what it
+  // changes for the user (global batch, context, accuracy).
+  const bool slower = std::abs(fix.step_factor - 1) >= 0.05;
+  const std::string time = slower ? percent(fix.step_factor) : "";
   std::string cost;
   switch (cost_class) {
     case CostClass::free:
-      cost = "free";
+      cost = join("free", time, ", ");
       break;
     case CostClass::compute:
       cost = percent(fix.step_factor);
       break;
     case CostClass::accuracy:
-      cost = "accuracy";
+      cost = time;
       break;
     case CostClass::hardware: {
       const int old_gpus = c.base.total_gpus();
@@ -805,7 +845,7 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
       cost = new_gpus != old_gpus
                  ? fmt::format("+{} GPUs, {:.2f}x GPU-hours per token",
                                new_gpus - old_gpus, gpu_hours)
-                 : fmt::format("bigger card, {}", percent(fix.step_factor));
+                 : join("bigger card", time, ", ");
       if (c.base.price > 0 && new_gpus != old_gpus) {
         cost +=
             fmt::format(", +${:.2f}/h", c.base.price * (new_gpus - old_gpus));
@@ -820,11 +860,6 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
                             format_gib(priced.budget.host_bytes));
       }
       break;
-  }
-  if (cost_class != CostClass::compute && cost_class != CostClass::hardware &&
-      cost_class != CostClass::offload &&
-      std::abs(fix.step_factor - 1) >= 0.05) {
-    cost += "; " + percent(fix.step_factor);
   }
   fix.cost = join(cost, step.changes, "; ");
   return fix;
@@ -921,6 +956,11 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
   }
   const Bytes base_total = base->budget.total_bytes();
   const bool base_fits = base->budget.fits();
+  if (base_fits && base->setup.engine == Engine::vllm) {
+    // vLLM sizes its KV pool to gpu-util x capacity by design: a plan that
+    // starts has nothing to fix, and its headroom is the 1 - gpu-util left.
+    return {};
+  }
   const StepTime base_time = estimate_time(model, gpu, base->setup);
   const Step start{base->setup, &gpu, "", "", ""};
 
