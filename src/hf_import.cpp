@@ -1,12 +1,725 @@
+// g++ 12 reports a false -Warray-bounds inside std::map (stl_tree.h) once
+// nlohmann::json's object code is inlined into this file, wherever the
+// branches happen to fall. The warning's location is the header, so the
+// pragma must come before the includes.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#endif
+
 #include "oomplan/catalog.hpp"
 #include "oomplan/error.hpp"
 
-namespace oomplan {
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-Model import_hf_config(std::string_view /*config_text*/,
-                       std::string_view origin,
-                       std::optional<std::string_view> /*index_text*/) {
-  throw Error(std::string(origin) + ": not implemented");
+#include <algorithm>
+#include <string>
+#include <vector>
+
+// Hugging Face config.json import. Each model_type maps its config class's
+// field names and defaults (transformers models/<type>/configuration_<type>.py)
+// onto Model. The core dimensions (hidden size, layers, heads, vocabulary,
+// MLP width) are required unless the config class is known to leave them out
+// of real files (Gemma 3's text_config); every other field takes the config
+// class's default, as transformers would.
+
+namespace oomplan {
+namespace {
+
+using nlohmann::json;
+
+std::string strip_json_prefix(const std::string& what) {
+  if (what.rfind("[json.exception.", 0) == 0) {
+    const auto close = what.find("] ");
+    if (close != std::string::npos) {
+      return what.substr(close + 2);
+    }
+  }
+  return what;
+}
+
+// One config object (the file, or its text_config / vision_config) with the
+// file name and the path prefix for messages.
+class Config {
+ public:
+  Config(const json& object, std::string_view origin, std::string prefix)
+      : m_object(object), m_origin(origin), m_prefix(std::move(prefix)) {}
+
+  [[noreturn]] void fail(std::string_view key, std::string_view problem) const {
+    throw Error(fmt::format("{}: {}{}: {}", m_origin, m_prefix, key, problem));
+  }
+
+  // The value of the first of `keys` present and not null, or nullptr.
+  const json* find(std::initializer_list<std::string_view> keys) const {
+    for (const auto key : keys) {
+      const auto it = m_object.find(std::string(key));
+      if (it != m_object.end() && !it->is_null()) {
+        return &*it;
+      }
+    }
+    return nullptr;
+  }
+  bool has(std::string_view key) const { return find({key}) != nullptr; }
+
+  // A window size: an explicit null turns it off (Mistral-7B-v0.3's
+  // "sliding_window": null), a missing key takes the class default.
+  std::int64_t window(std::string_view key, std::int64_t fallback) const {
+    const auto it = m_object.find(std::string(key));
+    if (it != m_object.end() && it->is_null()) {
+      return 0;
+    }
+    return get({key}, fallback);
+  }
+
+  // A required positive integer under any of `keys` (the first names it).
+  std::int64_t need(std::initializer_list<std::string_view> keys) const {
+    const json* value = find(keys);
+    if (value == nullptr) {
+      fail(*keys.begin(), "missing");
+    }
+    return positive(*keys.begin(), *value);
+  }
+
+  // An optional integer >= 0 under any of `keys`, else `fallback`.
+  std::int64_t get(std::initializer_list<std::string_view> keys,
+                   std::int64_t fallback) const {
+    const json* value = find(keys);
+    if (value == nullptr) {
+      return fallback;
+    }
+    if (!value->is_number_integer() || value->get<std::int64_t>() < 0) {
+      fail(*keys.begin(),
+           fmt::format("must be a whole number, but is {}", value->dump()));
+    }
+    return value->get<std::int64_t>();
+  }
+
+  bool flag(std::string_view key, bool fallback) const {
+    const json* value = find({key});
+    if (value == nullptr) {
+      return fallback;
+    }
+    if (!value->is_boolean()) {
+      fail(key, fmt::format("must be true or false, but is {}", value->dump()));
+    }
+    return value->get<bool>();
+  }
+
+  std::string text(std::string_view key) const {
+    const json* value = find({key});
+    if (value == nullptr) {
+      return {};
+    }
+    if (!value->is_string()) {
+      fail(key, fmt::format("must be a string, but is {}", value->dump()));
+    }
+    return value->get<std::string>();
+  }
+
+  // A nested object (text_config, vision_config), or nullopt.
+  std::optional<Config> child(std::string_view key) const {
+    const json* value = find({key});
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    if (!value->is_object()) {
+      fail(key,
+           fmt::format("must be an object, but is {}", value->type_name()));
+    }
+    return Config(*value, m_origin, m_prefix + std::string(key) + ".");
+  }
+
+  const json& object() const { return m_object; }
+  std::string_view origin() const { return m_origin; }
+
+ private:
+  std::int64_t positive(std::string_view key, const json& value) const {
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
+      fail(key, fmt::format("must be a positive whole number, but is {}",
+                            value.dump()));
+    }
+    return value.get<std::int64_t>();
+  }
+
+  const json& m_object;
+  std::string_view m_origin;
+  std::string m_prefix;
+};
+
+// layer_types ["sliding_attention", "full_attention", ...] (transformers
+// 4.53+): the period of the global layers, 0 when none is global, -1 when
+// every layer is global.
+int global_every_from_layer_types(const Config& c) {
+  const json* types = c.find({"layer_types"});
+  if (types == nullptr || !types->is_array() || types->empty()) {
+    return -2;  // absent
+  }
+  std::vector<bool> global;
+  for (const auto& t : *types) {
+    global.push_back(t.is_string() && t.get<std::string>() == "full_attention");
+  }
+  const auto first = std::find(global.begin(), global.end(), true);
+  if (first == global.end()) {
+    return 0;
+  }
+  const auto period = static_cast<int>(first - global.begin()) + 1;
+  if (period == 1) {
+    return -1;
+  }
+  return period;
+}
+
+void set_sliding(Model& m, std::int64_t window, int global_every) {
+  if (window <= 0 || global_every == -1) {
+    m.sliding_window = 0;
+    m.global_every = 0;
+    return;
+  }
+  m.sliding_window = window;
+  m.global_every = std::max(global_every, 0);
+}
+
+// Llama-family decoders: the fields LlamaConfig, MistralConfig, Qwen2Config,
+// Qwen3Config, Phi3Config, Gemma2Config, Gemma3TextConfig, CohereConfig,
+// DeepseekV3Config, GptOssConfig and Llama4TextConfig share.
+void read_llama_like(const Config& c, Model& m, std::int64_t default_head_dim,
+                     bool default_tie) {
+  m.hidden_size = c.need({"hidden_size"});
+  m.num_layers = c.need({"num_hidden_layers"});
+  m.num_heads = c.need({"num_attention_heads"});
+  m.num_kv_heads = c.get({"num_key_value_heads"}, m.num_heads);
+  if (m.num_kv_heads < 1 || m.num_heads % m.num_kv_heads != 0) {
+    c.fail("num_key_value_heads",
+           fmt::format("{} does not divide num_attention_heads {}",
+                       m.num_kv_heads, m.num_heads));
+  }
+  m.head_dim =
+      c.get({"head_dim"}, default_head_dim > 0 ? default_head_dim
+                                               : m.hidden_size / m.num_heads);
+  if (m.head_dim < 1) {
+    c.fail("head_dim", "must be positive");
+  }
+  m.intermediate_size = c.need({"intermediate_size"});
+  m.vocab_size = c.need({"vocab_size"});
+  m.max_position_embeddings = c.get({"max_position_embeddings"}, 0);
+  m.tie_word_embeddings = c.flag("tie_word_embeddings", default_tie);
+  const bool bias = c.flag("attention_bias", false);
+  m.qkv_bias = bias;
+  m.o_bias = bias;
+  m.mlp_bias = c.flag("mlp_bias", false);
+}
+
+// A config object with defaults layered under it (Gemma 3's text_config omits
+// fields whose Gemma3TextConfig default is right).
+json with_defaults(const json& object, const json& defaults) {
+  json merged = defaults;
+  for (const auto& item : object.items()) {
+    if (!item.value().is_null()) {
+      merged[item.key()] = item.value();
+    }
+  }
+  return merged;
+}
+
+void read_moe_common(const Config& c, Model& m, std::string_view experts_key) {
+  m.num_experts = c.need({experts_key});
+  m.experts_per_tok = c.need({"num_experts_per_tok", "experts_per_token"});
+  if (m.experts_per_tok > m.num_experts) {
+    c.fail("num_experts_per_tok",
+           fmt::format("{} exceeds {} {}", m.experts_per_tok, experts_key,
+                       m.num_experts));
+  }
+}
+
+// Qwen2-MoE / Qwen3-MoE: decoder_sparse_step and mlp_only_layers. Dense
+// layers listed in mlp_only_layers are modelled as the first ones, which keeps
+// the totals exact (only pipeline stage splits see the difference).
+void read_qwen_sparse(const Config& c, Model& m) {
+  m.moe_every = static_cast<int>(
+      std::max<std::int64_t>(1, c.get({"decoder_sparse_step"}, 1)));
+  const json* dense = c.find({"mlp_only_layers"});
+  if (dense != nullptr && dense->is_array()) {
+    m.first_k_dense = static_cast<std::int64_t>(dense->size());
+  }
+}
+
+void read_deepseek(const Config& c, Model& m) {
+  read_llama_like(c, m, 0, false);
+  m.q_lora_rank = c.get({"q_lora_rank"}, 0);
+  m.kv_lora_rank = c.need({"kv_lora_rank"});
+  m.qk_rope_head_dim = c.need({"qk_rope_head_dim"});
+  m.qk_nope_head_dim = c.need({"qk_nope_head_dim"});
+  m.v_head_dim = c.need({"v_head_dim"});
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  m.num_kv_heads = m.num_heads;  // MLA: every head reads the shared latent
+  if (c.get({"n_routed_experts"}, 0) > 0) {
+    read_moe_common(c, m, "n_routed_experts");
+    m.moe_intermediate_size = c.need({"moe_intermediate_size"});
+    m.num_shared_experts = c.get({"n_shared_experts"}, 0);
+    m.first_k_dense = c.get({"first_k_dense_replace"}, 0);
+    if (c.get({"moe_layer_freq"}, 1) != 1) {
+      c.fail("moe_layer_freq",
+             "only 1 (every layer after the dense ones) is "
+             "supported");
+    }
+    // DeepseekV3TopkRouter.e_score_correction_bias (topk_method noaux_tc).
+    m.router_bias = c.text("topk_method") == "noaux_tc";
+  }
+}
+
+// SigLIP vision tower (SiglipVisionConfig defaults) and the Gemma 3
+// projector: per layer 4 (h² + h) attention + 2 h I + I + h MLP + 2 LayerNorms;
+// patch conv 3 p² h + h; (image/patch)² positions x h; post LayerNorm.
+std::int64_t siglip_params(const Config& v, std::int64_t text_hidden) {
+  const std::int64_t h = v.get({"hidden_size"}, 768);
+  const std::int64_t inter = v.get({"intermediate_size"}, 3072);
+  const std::int64_t layers = v.get({"num_hidden_layers"}, 12);
+  const std::int64_t image = v.get({"image_size"}, 224);
+  const std::int64_t patch =
+      std::max<std::int64_t>(1, v.get({"patch_size"}, 16));
+  const std::int64_t channels = v.get({"num_channels"}, 3);
+  const std::int64_t per_layer =
+      4 * (h * h + h) + (2 * h * inter + inter + h) + 2 * 2 * h;
+  const std::int64_t positions = (image / patch) * (image / patch);
+  const std::int64_t tower = layers * per_layer +
+                             (channels * patch * patch * h + h) +
+                             positions * h + 2 * h;
+  // Gemma3MultiModalProjector: mm_input_projection_weight (h x text hidden)
+  // and mm_soft_emb_norm (RMSNorm over h).
+  return tower + h * text_hidden + h;
+}
+
+// Pixtral vision tower (PixtralVisionConfig) and Mistral3MultiModalProjector:
+// per layer 4 h² attention + 3 h I gated MLP + 2 RMSNorms; patch conv 3 p² h
+// without bias; ln_pre; projector RMSNorm h, patch merger (h s² x h),
+// linear_1 (h x text), linear_2 (text x text), biases when
+// multimodal_projector_bias.
+std::int64_t pixtral_params(const Config& root, const Config& v,
+                            std::int64_t text_hidden) {
+  const std::int64_t h = v.get({"hidden_size"}, 1024);
+  const std::int64_t inter = v.get({"intermediate_size"}, 4096);
+  const std::int64_t layers = v.get({"num_hidden_layers"}, 24);
+  const std::int64_t patch = v.get({"patch_size"}, 16);
+  const std::int64_t channels = v.get({"num_channels"}, 3);
+  const std::int64_t tower = layers * (4 * h * h + 3 * h * inter + 2 * h) +
+                             channels * patch * patch * h + h;
+  const std::int64_t merge = root.get({"spatial_merge_size"}, 2);
+  const bool bias = root.flag("multimodal_projector_bias", true);
+  const std::int64_t projector = h + h * merge * merge * h + h * text_hidden +
+                                 text_hidden * text_hidden +
+                                 (bias ? 2 * text_hidden : 0);
+  return tower + projector;
+}
+
+// Mllama (Llama 3.2 Vision) vision model, MllamaVisionModel: patch conv (no
+// bias), class embedding, gated position embedding (patches+1 rows + tile
+// table), pre/post tile embeddings, two LayerNorms, `num_hidden_layers`
+// encoder layers and `num_global_layers` gated ones (fc1/fc2 with bias, 2
+// LayerNorms), then the projector Linear(vision_output_dim, text hidden).
+std::int64_t mllama_vision_params(const Config& v, std::int64_t text_hidden) {
+  const std::int64_t h = v.get({"hidden_size"}, 1280);
+  const std::int64_t inter = v.get({"intermediate_size"}, 5120);
+  const std::int64_t layers = v.get({"num_hidden_layers"}, 32);
+  const std::int64_t global_layers = v.get({"num_global_layers"}, 8);
+  const std::int64_t image = v.get({"image_size"}, 560);
+  const std::int64_t patch =
+      std::max<std::int64_t>(1, v.get({"patch_size"}, 14));
+  const std::int64_t channels = v.get({"num_channels"}, 3);
+  const std::int64_t tiles = v.get({"max_num_tiles"}, 4);
+  const std::int64_t out_dim = v.get({"vision_output_dim"}, 7680);
+  std::int64_t ratios = 8;  // supported_aspect_ratios for 4 tiles
+  if (const json* r = v.find({"supported_aspect_ratios"}); r && r->is_array()) {
+    ratios = static_cast<std::int64_t>(r->size());
+  }
+  const std::int64_t patches = (image / patch) * (image / patch) + 1;
+  const std::int64_t layer =
+      4 * h * h + (2 * h * inter + inter + h) + 2 * 2 * h;
+  const std::int64_t tower =
+      channels * patch * patch * h + h + (patches * h + 1) +
+      (ratios + 1) * tiles * patches * h + 2 * ((ratios + 1) * tiles * h + 1) +
+      2 * 2 * h + layers * layer + global_layers * (layer + 2);
+  return tower + out_dim * text_hidden + text_hidden;
+}
+
+Quant quant_from_config(const Config& q) {
+  const std::string method = q.text("quant_method");
+  if (method == "bitsandbytes") {
+    if (q.flag("load_in_4bit", false)) {
+      return q.flag("bnb_4bit_use_double_quant", false) ? Quant::nf4
+                                                        : Quant::nf4_nodq;
+    }
+    if (q.flag("load_in_8bit", false)) {
+      return Quant::int8;
+    }
+    q.fail("load_in_4bit", "bitsandbytes config loads neither 4 nor 8 bit");
+  }
+  if (method == "gptq") {
+    return q.get({"bits"}, 4) == 8 ? Quant::int8 : Quant::gptq;
+  }
+  if (method == "awq") {
+    return Quant::awq;
+  }
+  if (method == "fp8" || method == "fbgemm_fp8") {
+    return Quant::fp8;
+  }
+  if (method == "mxfp4") {
+    return Quant::mxfp4;
+  }
+  if (method == "compressed-tensors") {
+    // The weights' scheme of the first config group decides:
+    // config_groups.<name>.weights.{num_bits, type}.
+    const json* groups = q.find({"config_groups"});
+    if (groups != nullptr && groups->is_object()) {
+      for (const auto& group : groups->items()) {
+        const auto weights = group.value().find("weights");
+        if (weights == group.value().end() || !weights->is_object()) {
+          continue;
+        }
+        const int bits = weights->value("num_bits", 0);
+        const std::string type = weights->value("type", "int");
+        if (bits == 8) {
+          return type == "float" ? Quant::fp8 : Quant::int8;
+        }
+        if (bits == 4) {
+          return type == "float" ? Quant::mxfp4 : Quant::int4;
+        }
+        q.fail("config_groups",
+               fmt::format("unsupported {}-bit {} weights", bits, type));
+      }
+    }
+    q.fail("config_groups", "no weights scheme found");
+  }
+  q.fail("quant_method",
+         fmt::format("unsupported '{}'; supported: bitsandbytes, gptq, awq, "
+                     "fp8, compressed-tensors, mxfp4",
+                     method));
+}
+
+std::string default_name(std::string_view origin) {
+  std::string path(origin);
+  const auto slash = path.find_last_of('/');
+  if (slash != std::string::npos && path.substr(slash + 1) == "config.json") {
+    path.erase(slash);
+    const auto parent = path.find_last_of('/');
+    return parent == std::string::npos ? path : path.substr(parent + 1);
+  }
+  return path;
+}
+
+}  // namespace
+
+Model import_hf_config(std::string_view config_text, std::string_view origin,
+                       std::optional<std::string_view> index_text) {
+  json doc;
+  try {
+    doc = json::parse(config_text);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: {}", origin, strip_json_prefix(e.what())));
+  }
+  if (!doc.is_object()) {
+    throw Error(
+        fmt::format("{}: a config.json must hold a JSON object", origin));
+  }
+  const Config root(doc, origin, "");
+  const std::string type = root.text("model_type");
+  if (type.empty()) {
+    root.fail("model_type", "missing");
+  }
+
+  Model m;
+  m.model_type = type;
+  m.hf_id = root.text("_name_or_path");
+  m.name = m.hf_id.empty() ? default_name(origin) : m.hf_id;
+
+  // Multimodal wrappers: the text model lives in text_config.
+  const auto text_config = root.child("text_config");
+  json gemma3_text;  // owns the defaulted Gemma 3 text_config
+  std::optional<Config> gemma3_config;
+
+  if (type == "llama" || type == "mistral" || type == "qwen2" ||
+      type == "qwen3" || type == "phi3") {
+    // LlamaConfig, MistralConfig (sliding_window 4096), Qwen2Config (q/k/v
+    // bias; use_sliding_window false), Qwen3Config (head_dim 128, q/k norm),
+    // Phi3Config (sliding_window None).
+    read_llama_like(root, m, type == "qwen3" ? 128 : 0, false);
+    if (type == "qwen2") {
+      m.qkv_bias = true;  // Qwen2Attention: q, k, v with bias, o without
+      m.o_bias = false;
+    }
+    if (type == "qwen3") {
+      m.qk_norm = true;
+    }
+    std::int64_t window =
+        root.window("sliding_window", type == "mistral" ? 4096 : 0);
+    if ((type == "qwen2" || type == "qwen3") &&
+        !root.flag("use_sliding_window", false)) {
+      window = 0;
+    }
+    set_sliding(m, window, std::max(0, global_every_from_layer_types(root)));
+  } else if (type == "mixtral") {
+    read_llama_like(root, m, 0, false);
+    read_moe_common(root, m, "num_local_experts");
+    m.moe_intermediate_size = m.intermediate_size;
+    set_sliding(m, root.window("sliding_window", 0), 0);
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    read_llama_like(root, m, type == "qwen3_moe" ? 128 : 0, false);
+    read_moe_common(root, m, "num_experts");
+    m.moe_intermediate_size = root.need({"moe_intermediate_size"});
+    read_qwen_sparse(root, m);
+    if (type == "qwen2_moe") {
+      m.qkv_bias = true;
+      m.o_bias = false;
+      // Qwen2MoeSparseMoeBlock: one shared expert with its own width and a
+      // sigmoid gate.
+      m.shared_expert_intermediate_size =
+          root.get({"shared_expert_intermediate_size"}, 0);
+      m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
+      m.shared_expert_gate = m.num_shared_experts > 0;
+    } else {
+      m.qk_norm = true;
+    }
+  } else if (type == "gemma2") {
+    // Gemma2Config: head_dim 256, sliding_window 4096 on even layers, four
+    // norms per layer, tied embeddings.
+    read_llama_like(root, m, 256, true);
+    m.norms_per_layer = 4;
+    const int every = global_every_from_layer_types(root);
+    set_sliding(m, root.window("sliding_window", 4096),
+                every == -2 ? 2 : every);
+  } else if (type == "gemma3" || type == "gemma3_text") {
+    // Gemma3TextConfig defaults; real gemma3 text_config files omit
+    // vocab_size (262208), heads (8 / 4) and head_dim (256).
+    // (Parsed from text: g++ 12 misreports the initializer-list form with
+    // -Warray-bounds.)
+    const json defaults = json::parse(
+        R"({"vocab_size": 262208, "num_attention_heads": 8,
+            "num_key_value_heads": 4, "head_dim": 256,
+            "sliding_window": 4096, "tie_word_embeddings": true})");
+    if (type == "gemma3" && !text_config) {
+      root.fail("text_config", "missing");
+    }
+    gemma3_text =
+        with_defaults(type == "gemma3" ? text_config->object() : doc, defaults);
+    gemma3_config.emplace(gemma3_text, origin,
+                          type == "gemma3" ? "text_config." : "");
+    const Config& t = *gemma3_config;
+    read_llama_like(t, m, 256, true);
+    m.norms_per_layer = 4;
+    m.qk_norm = true;
+    int every = global_every_from_layer_types(t);
+    if (every == -2) {
+      every = static_cast<int>(
+          t.get({"sliding_window_pattern", "_sliding_window_pattern"}, 6));
+    }
+    set_sliding(m, t.window("sliding_window", 4096), every);
+    if (type == "gemma3") {
+      if (const auto vision = root.child("vision_config")) {
+        m.extra_params = siglip_params(*vision, m.hidden_size);
+      }
+    }
+  } else if (type == "cohere") {
+    // CohereForCausalLM: parallel attention and MLP after one LayerNorm
+    // without bias (weight only, counted like RMSNorm); tied embeddings.
+    read_llama_like(root, m, 0, true);
+    m.parallel_block = true;
+    m.norms_per_layer = 1;
+  } else if (type == "deepseek_v2" || type == "deepseek_v3") {
+    read_deepseek(root, m);
+  } else if (type == "gpt_oss") {
+    // GptOssConfig: biases on q, k, v, o; learned sinks; 128-token sliding
+    // window on even layers; MoE with router and expert biases.
+    read_llama_like(root, m, 64, false);
+    m.qkv_bias = root.flag("attention_bias", true);
+    m.o_bias = m.qkv_bias;
+    m.attention_sinks = true;
+    m.mlp_bias = true;
+    m.router_bias = true;
+    read_moe_common(root, m, "num_local_experts");
+    m.moe_intermediate_size = m.intermediate_size;
+    const int every = global_every_from_layer_types(root);
+    set_sliding(m, root.window("sliding_window", 128), every == -2 ? 2 : every);
+  } else if (type == "llama4" || type == "llama4_text") {
+    // Llama4TextConfig: experts of intermediate_size plus one shared expert
+    // of the same width; dense layers of intermediate_size_mlp; MoE every
+    // interleave_moe_layer_step layers; chunked attention except on the NoPE
+    // layers (every no_rope_layer_interval-th). The vision tower of
+    // Llama4ForConditionalGeneration is not counted.
+    const Config& t = type == "llama4" && text_config ? *text_config : root;
+    read_llama_like(t, m, 0, false);
+    const std::int64_t expert_width = m.intermediate_size;
+    m.intermediate_size = t.get({"intermediate_size_mlp"}, expert_width);
+    read_moe_common(t, m, "num_local_experts");
+    m.moe_intermediate_size = expert_width;
+    m.num_shared_experts = 1;
+    m.moe_every = static_cast<int>(
+        std::max<std::int64_t>(1, t.get({"interleave_moe_layer_step"}, 1)));
+    set_sliding(m, t.get({"attention_chunk_size"}, 0),
+                static_cast<int>(t.get({"no_rope_layer_interval"}, 4)));
+  } else if (type == "mllama") {
+    // MllamaTextConfig: a Llama decoder whose cross_attention_layers add
+    // q_norm and k_norm (head_dim each) and two gate scalars; embed_tokens
+    // holds 8 extra rows. Those and the vision model go to extra_params.
+    if (!text_config) {
+      root.fail("text_config", "missing");
+    }
+    read_llama_like(*text_config, m, 0, false);
+    std::int64_t cross = 0;
+    if (const json* layers = text_config->find({"cross_attention_layers"});
+        layers && layers->is_array()) {
+      cross = static_cast<std::int64_t>(layers->size());
+    }
+    m.extra_params = 8 * m.hidden_size + cross * (2 * m.head_dim + 2);
+    if (const auto vision = root.child("vision_config")) {
+      m.extra_params += mllama_vision_params(*vision, m.hidden_size);
+    }
+  } else if (type == "mistral3") {
+    if (!text_config) {
+      root.fail("text_config", "missing");
+    }
+    read_llama_like(*text_config, m, 0, false);
+    set_sliding(m, text_config->window("sliding_window", 0), 0);
+    if (const auto vision = root.child("vision_config")) {
+      m.extra_params = pixtral_params(root, *vision, m.hidden_size);
+    }
+  } else if (type == "phi") {
+    // PhiConfig (Phi-1/1.5/2): parallel block after one LayerNorm, biases on
+    // every linear layer including lm_head, GELU MLP.
+    m.hidden_size = root.need({"hidden_size"});
+    m.num_layers = root.need({"num_hidden_layers"});
+    m.num_heads = root.need({"num_attention_heads"});
+    m.num_kv_heads = root.get({"num_key_value_heads"}, m.num_heads);
+    m.head_dim = m.hidden_size / m.num_heads;
+    m.intermediate_size = root.need({"intermediate_size"});
+    m.vocab_size = root.need({"vocab_size"});
+    m.max_position_embeddings = root.get({"max_position_embeddings"}, 2048);
+    m.tie_word_embeddings = root.flag("tie_word_embeddings", false);
+    m.mlp = MlpKind::plain;
+    m.norm = NormKind::layer_norm;
+    m.norms_per_layer = 1;
+    m.parallel_block = true;
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    m.lm_head_bias = true;
+  } else if (type == "gpt2") {
+    // GPT2Config: n_embd, n_layer, n_head, n_inner (None = 4 n_embd),
+    // n_positions learned positions; biases everywhere; tied lm_head.
+    m.hidden_size = root.need({"n_embd", "hidden_size"});
+    m.num_layers = root.need({"n_layer", "num_hidden_layers"});
+    m.num_heads = root.need({"n_head", "num_attention_heads"});
+    m.num_kv_heads = m.num_heads;
+    m.head_dim = m.hidden_size / m.num_heads;
+    m.intermediate_size = root.get({"n_inner"}, 4 * m.hidden_size);
+    m.vocab_size = root.get({"vocab_size"}, 50257);
+    m.max_position_embeddings = root.get({"n_positions"}, 1024);
+    m.learned_positions = m.max_position_embeddings;
+    m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
+    m.mlp = MlpKind::plain;
+    m.norm = NormKind::layer_norm;
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  } else if (type == "bloom") {
+    // BloomConfig: n_embed / hidden_size, n_layer, n_head, 4h GELU MLP,
+    // ALiBi (no position table), word_embeddings_layernorm, biases, tied.
+    m.hidden_size = root.need({"hidden_size", "n_embed"});
+    m.num_layers = root.need({"n_layer", "num_hidden_layers"});
+    m.num_heads = root.need({"n_head", "num_attention_heads"});
+    m.num_kv_heads = m.num_heads;
+    m.head_dim = m.hidden_size / m.num_heads;
+    m.intermediate_size = 4 * m.hidden_size;
+    m.vocab_size = root.get({"vocab_size"}, 250880);
+    m.max_position_embeddings = root.get({"seq_length"}, 2048);
+    m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
+    m.mlp = MlpKind::plain;
+    m.norm = NormKind::layer_norm;
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    m.embedding_norm = true;
+  } else if (type == "falcon" || type == "RefinedWeb" ||
+             type == "RefinedWebModel") {
+    // FalconConfig: new_decoder_architecture uses num_kv_heads groups and two
+    // LayerNorms (ln_attn, ln_mlp); the older one multi-query (1 KV head)
+    // with one input LayerNorm when parallel_attn. ffn_hidden_size = 4h.
+    m.hidden_size = root.need({"hidden_size", "n_embed"});
+    m.num_layers = root.need({"num_hidden_layers", "n_layer"});
+    m.num_heads = root.need({"num_attention_heads", "n_head"});
+    const bool new_arch = root.flag("new_decoder_architecture", false);
+    const bool parallel = root.flag("parallel_attn", true);
+    if (new_arch) {
+      m.num_kv_heads = root.get({"num_kv_heads", "n_head_kv"}, m.num_heads);
+    } else {
+      m.num_kv_heads = root.flag("multi_query", true) ? 1 : m.num_heads;
+    }
+    m.head_dim = m.hidden_size / m.num_heads;
+    m.intermediate_size = root.get({"ffn_hidden_size"}, 4 * m.hidden_size);
+    m.vocab_size = root.need({"vocab_size"});
+    m.max_position_embeddings = root.get({"max_position_embeddings"}, 2048);
+    m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
+    m.mlp = MlpKind::plain;
+    m.norm = NormKind::layer_norm;
+    m.parallel_block = parallel;
+    m.norms_per_layer = new_arch ? 2 : (parallel ? 1 : 2);
+    const bool bias = root.flag("bias", false);
+    m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  } else if (type == "t5") {
+    // T5Config: d_model, d_ff, d_kv, num_heads, num_layers, num_decoder_layers
+    // (None = num_layers); feed_forward_proj "relu" (wi, wo) or "gated-gelu"
+    // (wi_0, wi_1, wo); T5LayerNorm is weight-only; tied by default.
+    m.hidden_size = root.need({"d_model"});
+    m.intermediate_size = root.need({"d_ff"});
+    m.head_dim = root.need({"d_kv"});
+    m.num_heads = root.need({"num_heads"});
+    m.num_kv_heads = m.num_heads;
+    m.num_layers = root.need({"num_layers"});
+    m.num_decoder_layers = root.get({"num_decoder_layers"}, m.num_layers);
+    m.vocab_size = root.need({"vocab_size"});
+    m.max_position_embeddings = root.get({"n_positions"}, 512);
+    m.relative_attention_buckets =
+        root.get({"relative_attention_num_buckets"}, 32);
+    m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
+    const std::string proj = root.text("feed_forward_proj");
+    m.mlp = proj.rfind("gated-", 0) == 0 ? MlpKind::gated : MlpKind::plain;
+  } else {
+    root.fail("model_type",
+              fmt::format("unsupported '{}'; supported: llama, mistral, "
+                          "mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
+                          "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
+                          "falcon, deepseek_v2, deepseek_v3, gpt_oss, gpt2, "
+                          "bloom, llama4, mllama, mistral3, t5",
+                          type));
+  }
+
+  // Checkpoint format: quantization_config, else torch_dtype (dtype in
+  // transformers 4.56+).
+  const auto quant_config = root.child("quantization_config");
+  if (quant_config) {
+    m.checkpoint_quant = quant_from_config(*quant_config);
+  }
+  std::string dtype = root.text("torch_dtype");
+  if (dtype.empty()) {
+    dtype = root.text("dtype");
+  }
+  if (dtype == "float32") {
+    m.checkpoint_dtype = Dtype::fp32;
+  } else if (dtype == "float16") {
+    m.checkpoint_dtype = Dtype::fp16;
+  }
+
+  if (index_text) {
+    json index;
+    try {
+      index = json::parse(*index_text);
+    } catch (const json::exception& e) {
+      throw Error(fmt::format("{}: model.safetensors.index.json: {}", origin,
+                              strip_json_prefix(e.what())));
+    }
+    const auto metadata = index.find("metadata");
+    if (!index.is_object() || metadata == index.end() ||
+        !metadata->is_object() || !metadata->contains("total_size") ||
+        !(*metadata)["total_size"].is_number_integer()) {
+      throw Error(fmt::format(
+          "{}: model.safetensors.index.json: metadata.total_size: missing",
+          origin));
+    }
+    m.checkpoint_bytes = (*metadata)["total_size"].get<std::int64_t>();
+  }
+  return m;
 }
 
 }  // namespace oomplan

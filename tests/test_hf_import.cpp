@@ -1,3 +1,252 @@
 #include "support.hpp"
 
+#include "oomplan/catalog.hpp"
+#include "oomplan/error.hpp"
+#include "oomplan/model.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using oomplan::import_hf_config;
+using oomplan::Model;
+using oomplan::Quant;
+
+std::string fixture_path(const std::string& name) {
+  return std::string(OOMPLAN_TEST_DATA) + "/hf/" + name + "/config.json";
+}
+
+Model import_fixture(const std::string& name) {
+  std::ifstream in(fixture_path(name));
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return import_hf_config(text.str(), "hf/" + name + "/config.json");
+}
+
+std::int64_t total(const Model& m) {
+  return oomplan::count_params(m).total();
+}
+
+std::string import_error(const std::string& text,
+                         std::optional<std::string_view> index = {}) {
+  try {
+    import_hf_config(text, "my/config.json", index);
+  } catch (const oomplan::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A minimal Llama config with `extra` JSON members appended.
+std::string llama(const std::string& extra = "") {
+  return R"({"model_type": "llama", "hidden_size": 64,
+             "num_hidden_layers": 2, "num_attention_heads": 4,
+             "intermediate_size": 128, "vocab_size": 100)" +
+         extra + "}";
+}
+
+}  // namespace
+
+TEST_CASE("hf: configs of catalog models import to the catalog's exact counts",
+          "[hf]") {
+  // The fixtures are the HF configs the catalog was built from, so both
+  // paths must agree on every parameter and on the attention layout.
+  for (const char* id :
+       {"deepseek-v3", "deepseek-v2-lite", "gpt-oss-20b", "qwen3-30b-a3b",
+        "mixtral-8x7b", "qwen2.5-7b", "gemma-2-9b", "gemma-3-1b",
+        "phi-3-mini-4k", "falcon-40b", "command-r-v01"}) {
+    INFO(id);
+    const Model imported = import_fixture(id);
+    const Model& shipped = oomplan::find_model(oomplan::test::catalog(), id);
+    const auto c = oomplan::count_params(imported);
+    CHECK(c.total() == shipped.params);
+    CHECK(c.active == shipped.params_active);
+    CHECK(imported.num_kv_heads == shipped.num_kv_heads);
+    CHECK(imported.head_dim == shipped.head_dim);
+    CHECK(imported.sliding_window == shipped.sliding_window);
+    CHECK(imported.global_every == shipped.global_every);
+    CHECK(imported.num_experts == shipped.num_experts);
+    CHECK(imported.tie_word_embeddings == shipped.tie_word_embeddings);
+    CHECK(imported.checkpoint_quant == shipped.checkpoint_quant);
+  }
+}
+
+TEST_CASE("hf: the validation configs import to their published sizes",
+          "[hf]") {
+  // LLaMA-1 7B: the Llama-2-7B shapes, 6,738,415,616 (catalog_facts §1d).
+  CHECK(total(import_fixture("llama-7b")) == 6'738'415'616);
+  // LLaMA 65B: 80 x (4·8192² + 3·8192·22016 + 2·8192) + 2·32000·8192 + 8192.
+  CHECK(total(import_fixture("llama-65b")) == 65'285'660'672);
+  // CodeLlama-7B: Llama-2-7B with 16 more vocabulary rows in embed and head.
+  CHECK(total(import_fixture("codellama-7b")) == 6'738'415'616 + 2 * 16 * 4096);
+  // GPT-2 XL: 48 x (12·1600² + 13·1600) + 50257·1600 + 1024·1600 + 2·1600.
+  CHECK(total(import_fixture("gpt2-xl")) == 1'557'611'200);
+  // GPT-3 175B (paper dims in GPT-2 format): 174.6e9.
+  CHECK(total(import_fixture("gpt3-175b")) == 174'604'259'328);
+  // BLOOMZ-7b1: 30 x (12·4096² + 13·4096) + 250880·4096 + 2 x 2·4096.
+  CHECK(total(import_fixture("bloomz-7b1")) == 7'069'016'064);
+  // T5-3B: DeepSpeed prints "2851M total params".
+  const Model t5 = import_fixture("t5-3b");
+  CHECK(t5.num_decoder_layers == 24);
+  CHECK(total(t5) == 2'851'598'336);
+  // ZeRO paper's 7.5B stand-in: 36 x (12·4096² + 13·4096) + embeddings.
+  CHECK(static_cast<double>(total(import_fixture("zero-paper-7.5b"))) ==
+        Approx(7.46e9).epsilon(0.005));
+}
+
+TEST_CASE("hf: Gemma 3 takes Gemma3TextConfig defaults and counts SigLIP",
+          "[hf]") {
+  // The shipped text_config leaves out vocab_size (262,208), heads (8 / 4)
+  // and head_dim (256). Text 3,880,263,168 (catalog_facts) + SigLIP
+  // 416,866,032 + projector 1152·2560 + 1152 = 4,300,079,472 (HF: 4.3B).
+  const Model m = import_fixture("gemma-3-4b-it");
+  CHECK(m.vocab_size == 262'208);
+  CHECK(m.num_heads == 8);
+  CHECK(m.num_kv_heads == 4);
+  CHECK(m.head_dim == 256);
+  CHECK(m.sliding_window == 1024);
+  CHECK(m.global_every == 6);
+  CHECK(total(m) - m.extra_params == 3'880'263'168);
+  CHECK(total(m) == 4'300'079'472);
+}
+
+TEST_CASE("hf: Llama 3.2 Vision counts cross-attention and the vision model",
+          "[hf]") {
+  // Text: 40 x 218,112,000 + (128256 + 8)·4096 embed + 128256·4096 head +
+  // 4096 + 8 cross layers x (2·128 + 2); vision 863,567,379; projector
+  // 7680·4096 + 4096. Sum 10,670,220,835 = the published count.
+  const Model m = import_fixture("llama-3.2-11b-vision");
+  CHECK(m.extra_params == 8 * 4096 + 8 * 258 + 863'567'379 + 31'461'376);
+  CHECK(total(m) == 10'670'220'835);
+}
+
+TEST_CASE("hf: Mistral Small 3.1 counts the Pixtral tower and projector",
+          "[hf]") {
+  // Text 40 x (2·5120·4096 + 2·5120·1024 + 3·5120·32768 + 2·5120) +
+  // 2·131072·5120 + 5120 = 23,572,403,200; Pixtral 24 x (4·1024² +
+  // 3·1024·4096 + 2·1024) + 3·14²·1024 + 1024 = 403,305,472; projector 1024 +
+  // 4096·1024 + 1024·5120 + 5120² = 35,652,608 → 24.01e9 ("24B").
+  const Model m = import_fixture("mistral-small-3.1-24b");
+  CHECK(m.extra_params == 403'305'472 + 35'652'608);
+  CHECK(total(m) == 24'011'361'280);
+}
+
+TEST_CASE("hf: Llama 4 Scout has 16 experts, a shared expert and chunks",
+          "[hf]") {
+  // Per layer 62,914,560 attention + 16 experts and 1 shared of 3·5120·8192
+  // + router 5120·16 + norms; active keeps 1 expert: 48 x 314,664,960 +
+  // 2·202048·5120 + 5120 = 17.17e9 ("17B active"); text total 107.77e9 of
+  // the "109B" (the rest is the vision tower, not counted).
+  const Model m = import_fixture("llama-4-scout");
+  const auto c = oomplan::count_params(m);
+  CHECK(c.total() == 107'769'861'120);
+  CHECK(c.active == 17'172'894'720);
+  CHECK(m.sliding_window == 8192);
+  CHECK(m.global_every == 4);
+  CHECK(oomplan::is_local_layer(m, 0));
+  CHECK_FALSE(oomplan::is_local_layer(m, 3));
+}
+
+TEST_CASE("hf: config defaults follow each transformers config class", "[hf]") {
+  // LlamaConfig: num_key_value_heads missing = num_attention_heads; head_dim
+  // = hidden_size / heads; lm_head untied.
+  const Model l = import_hf_config(llama(), "my/config.json");
+  CHECK(l.num_kv_heads == 4);
+  CHECK(l.head_dim == 16);
+  CHECK_FALSE(l.tie_word_embeddings);
+  CHECK(l.name == "my");
+  // MistralConfig: sliding_window defaults to 4096 on every layer; null
+  // turns it off (Mistral-7B-v0.3).
+  std::string mistral = llama();
+  mistral.replace(mistral.find("llama"), 5, "mistral");
+  CHECK(import_hf_config(mistral, "x").sliding_window == 4096);
+  CHECK(import_hf_config(mistral.substr(0, mistral.size() - 1) +
+                             R"(, "sliding_window": null})",
+                         "x")
+            .sliding_window == 0);
+  // Qwen2Config: a sliding_window value is ignored unless use_sliding_window.
+  CHECK(import_fixture("qwen2.5-7b").sliding_window == 0);
+  CHECK(import_fixture("qwen2.5-7b").qkv_bias);
+  // Gemma2Config: tied embeddings and 4 norms per layer.
+  const Model g = import_fixture("gemma-2-9b");
+  CHECK(g.tie_word_embeddings);
+  CHECK(g.norms_per_layer == 4);
+  // _name_or_path names the model.
+  CHECK(import_fixture("codellama-7b").name == "codellama/CodeLlama-7b-hf");
+}
+
+TEST_CASE("hf: quantization_config sets the checkpoint format", "[hf]") {
+  const auto quant = [](const std::string& config) {
+    return import_hf_config(llama(R"(, "quantization_config": )" + config),
+                            "q/config.json")
+        .checkpoint_quant;
+  };
+  CHECK(quant(R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
+                  "bnb_4bit_quant_type": "nf4",
+                  "bnb_4bit_use_double_quant": true})") == Quant::nf4);
+  CHECK(quant(R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
+                  "bnb_4bit_use_double_quant": false})") == Quant::nf4_nodq);
+  CHECK(quant(R"({"quant_method": "bitsandbytes", "load_in_8bit": true})") ==
+        Quant::int8);
+  CHECK(quant(R"({"quant_method": "gptq", "bits": 4, "group_size": 128})") ==
+        Quant::gptq);
+  CHECK(quant(R"({"quant_method": "awq", "bits": 4, "version": "gemm"})") ==
+        Quant::awq);
+  CHECK(quant(R"({"quant_method": "fp8", "weight_block_size": [128, 128]})") ==
+        Quant::fp8);
+  CHECK(quant(R"({"quant_method": "mxfp4"})") == Quant::mxfp4);
+  CHECK(quant(R"({"quant_method": "compressed-tensors", "config_groups":
+                  {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}})") ==
+        Quant::fp8);
+  CHECK(quant(R"({"quant_method": "compressed-tensors", "config_groups":
+                  {"group_0": {"weights": {"num_bits": 8, "type": "int"}}}})") ==
+        Quant::int8);
+  CHECK(quant(R"({"quant_method": "compressed-tensors", "config_groups":
+                  {"group_0": {"weights": {"num_bits": 4, "type": "int"}}}})") ==
+        Quant::int4);
+  CHECK(import_fixture("deepseek-v3").checkpoint_quant == Quant::fp8);
+  CHECK(import_fixture("gpt-oss-20b").checkpoint_quant == Quant::mxfp4);
+  CHECK(import_fixture("llama-7b").checkpoint_quant == Quant::none);
+}
+
+TEST_CASE("hf: the safetensors index gives the exact checkpoint size", "[hf]") {
+  const Model m = import_hf_config(
+      llama(), "my/config.json",
+      R"({"metadata": {"total_size": 13476839424}, "weight_map": {}})");
+  CHECK(m.checkpoint_bytes == 13'476'839'424);
+  CHECK(import_error(llama(), R"({"weight_map": {}})") ==
+        "my/config.json: model.safetensors.index.json: metadata.total_size: "
+        "missing");
+}
+
+TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
+  CHECK(import_error(R"({"model_type": "rwkv", "hidden_size": 1})") ==
+        "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
+        "mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, "
+        "gemma3_text, phi, phi3, cohere, falcon, deepseek_v2, deepseek_v3, "
+        "gpt_oss, gpt2, bloom, llama4, mllama, mistral3, t5");
+  CHECK(import_error(R"({"hidden_size": 1})") ==
+        "my/config.json: model_type: missing");
+  CHECK(import_error(R"({"model_type": "llama", "num_hidden_layers": 2})") ==
+        "my/config.json: hidden_size: missing");
+  CHECK(import_error(llama(R"(, "num_key_value_heads": 3)")) ==
+        "my/config.json: num_key_value_heads: 3 does not divide "
+        "num_attention_heads 4");
+  CHECK(import_error(R"({"model_type": "mistral3", "text_config":
+                         {"hidden_size": 8}})") ==
+        "my/config.json: text_config.num_hidden_layers: missing");
+  CHECK(import_error(
+            llama(R"(, "quantization_config": {"quant_method": "hqq"})")) ==
+        "my/config.json: quantization_config.quant_method: unsupported "
+        "'hqq'; supported: bitsandbytes, gptq, awq, fp8, compressed-tensors, "
+        "mxfp4");
+  CHECK(import_error("{\"model_type\": ") ==
+        "my/config.json: parse error at line 1, column 16: syntax error while "
+        "parsing value - unexpected end of input; expected '[', '{', or a "
+        "literal");
+}
