@@ -437,7 +437,7 @@ VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Setup& s,
   }
   // Hybrid allocator (kv_cache_utils.py
   // _get_kv_cache_groups_uniform_page_size): layers of one attention type form
-  // groups of the smaller type's size (the larger if within 1.25x); every group
+  // groups of the smaller type's size (the larger if within 1.5x); every group
   // shares one block table.
   const std::int64_t n = st.full_layers + st.local_layers;
   if (st.local_layers == 0 || st.full_layers == 0) {
@@ -446,7 +446,7 @@ VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Setup& s,
   } else {
     const std::int64_t lo = std::min(st.full_layers, st.local_layers);
     const std::int64_t hi = std::max(st.full_layers, st.local_layers);
-    st.group_size = dbl(hi) < 1.25 * dbl(lo) ? hi : lo;
+    st.group_size = dbl(hi) < 1.5 * dbl(lo) ? hi : lo;
     st.groups = ceil_div(st.full_layers, st.group_size) +
                 ceil_div(st.local_layers, st.group_size);
   }
@@ -510,12 +510,21 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
   // Max concurrency (kv_cache_utils.py
   // get_max_concurrency_for_kv_cache_config): all blocks over the blocks one
   // request of max_model_len needs.
+  // Each group holds group_size layers (padded), so one request needs
+  // group_size x (per-layer need of every group's spec).
   const double need = vllm_needed(m, s, worst, s.max_model_len);
   const double block = dbl(worst.group_size * k_block * worst.layer_token);
-  const double total_blocks = dbl(p.kv_tokens / k_block * worst.groups);
-  if (need > 0 && block > 0) {
-    const double per_request = std::ceil(need / block);
-    p.max_concurrency = total_blocks / per_request;
+  if (block > 0 && worst.blocks > 0) {
+    VllmStage padded = worst;
+    if (worst.local_layers > 0 && worst.full_layers > 0) {
+      padded.full_layers =
+          ceil_div(worst.full_layers, worst.group_size) * worst.group_size;
+      padded.local_layers =
+          ceil_div(worst.local_layers, worst.group_size) * worst.group_size;
+    }
+    const double per_request =
+        std::ceil(vllm_needed(m, s, padded, s.max_model_len) / block);
+    p.max_concurrency = dbl(worst.blocks) / per_request;
   }
 
   // Start-up checks, in vLLM's order and words.
