@@ -184,6 +184,12 @@ std::string verdict_text(const Budget& b) {
         gib(b.total_bytes()), gib(b.usable_bytes), gib(b.headroom_bytes()),
         percent(b.headroom_bytes(), b.usable_bytes));
   }
+  if (b.headroom_bytes() >= 0 && b.vllm && !b.vllm->error.empty()) {
+    // Within the card, but vLLM's own start-up check fails.
+    return fmt::format("{} GiB of {} GiB per GPU, but vLLM would not start: {}",
+                       gib(b.total_bytes()), gib(b.usable_bytes),
+                       b.vllm->error);
+  }
   return fmt::format("needs {} GiB per GPU, {} GiB over the {} GiB usable",
                      gib(b.total_bytes()), gib(-b.headroom_bytes()),
                      gib(b.usable_bytes));
@@ -245,6 +251,13 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         "goes over PCIe and can dominate the step time",
         gpu_name));
   }
+  // Issue 4 §2: the time model says communication dominates (advice engineer).
+  if (plan.time.no_nvlink && plan.time.comm_bound) {
+    texts.push_back(fmt::format(
+        "communication over PCIe ({:.2f} s per step) exceeds compute ({:.2f} "
+        "s): NVLink cards or larger micro-batches cut it",
+        plan.time.comm_s, plan.time.compute_s));
+  }
   if (b.has(Warning::kv_replicated) && plan.model != nullptr) {
     texts.push_back(fmt::format(
         "{} KV heads < tp {}: every GPU keeps a full copy of the KV heads it "
@@ -257,10 +270,13 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         "--attn sdpa or flash avoids them");
   }
   if (b.has(Warning::seq_beyond_context) && plan.model != nullptr) {
-    texts.push_back(
-        fmt::format("--seq {} is beyond the model's {}-token context "
-                    "(max_position_embeddings)",
-                    s.seq, plan.model->max_position_embeddings));
+    // vLLM sizes for --max-model-len; transformers for --seq.
+    const bool vllm = s.engine == Engine::vllm && !s.training();
+    texts.push_back(fmt::format(
+        "{} {} is beyond the model's {}-token context "
+        "(max_position_embeddings)",
+        vllm ? "--max-model-len" : "--seq", vllm ? s.max_model_len : s.seq,
+        plan.model->max_position_embeddings));
   }
   if (b.has(Warning::paged_unified_memory)) {
     texts.push_back(
@@ -383,14 +399,19 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
   if (!plan.fixes.empty()) {
     put("");
     put("fixes, best first (each re-priced by the same model):");
-    put(fmt::format("  {:>2}  {:<46}{:>11}  {:<5} {}", "#", "fix", "new peak",
-                    "fits", "cost"));
+    put(fmt::format("  {:>2}  {:>13}  {:<5} {}", "#", "new peak", "fits",
+                    "fix"));
     for (const Fix& fix : plan.fixes) {
-      put(fmt::format("  {:>2}  {:<46}{:>7} GiB  {:<5} {}", fix.rank, fix.title,
-                      gib(fix.total_bytes), yes_no(fix.fits), fix.cost));
-      put(st.dim(fmt::format("      oomplan {}", fix_args(plan, fix))));
+      const std::string fits = yes_no(fix.fits);
+      put(fmt::format("  {:>2}  {:>9} GiB  {:<5} {}", fix.rank,
+                      gib(fix.total_bytes),
+                      fix.fits ? st.green(fits) : st.red(fits), fix.title));
+      if (!fix.cost.empty()) {
+        put(fmt::format("{:24}cost: {}", "", fix.cost));
+      }
+      put(st.dim(fmt::format("{:24}oomplan {}", "", fix_args(plan, fix))));
       if (!fix.engine_flags.empty()) {
-        put(st.dim(fmt::format("      launch: {}", fix.engine_flags)));
+        put(st.dim(fmt::format("{:24}launch: {}", "", fix.engine_flags)));
       }
     }
   } else if (!b.fits()) {

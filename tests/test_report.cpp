@@ -128,11 +128,14 @@ TEST_CASE("report: a plan that does not fit shows the shortfall and the fixes",
              Catch::Contains("DOES NOT FIT: needs 100.00 GiB per GPU, 20.00 "
                              "GiB over the 80.00 GiB usable\n"));
   CHECK_THAT(text, Catch::Contains("fixes, best first"));
-  CHECK_THAT(text, Catch::Contains("   1  Quantize the weights to 4 bits (AWQ)"
-                                   "            30.00 GiB  yes   accuracy "
-                                   "risk\n"));
-  CHECK_THAT(text, Catch::Contains("      oomplan toy"));
-  CHECK_THAT(text, Catch::Contains("      launch: --quantization awq\n"));
+  CHECK_THAT(text, Catch::Contains("   #       new peak  fits  fix\n"
+                                   "   1      30.00 GiB  yes   Quantize the "
+                                   "weights to 4 bits (AWQ)\n"
+                                   "                        cost: accuracy "
+                                   "risk\n"
+                                   "                        oomplan toy"));
+  CHECK_THAT(text, Catch::Contains("\n                        launch: "
+                                   "--quantization awq\n"));
 }
 
 TEST_CASE("report: colour codes appear only when asked for", "[report]") {
@@ -140,6 +143,7 @@ TEST_CASE("report: colour codes appear only when asked for", "[report]") {
   CHECK(render_text(plan, {.color = false}).find('\x1b') == std::string::npos);
   const std::string coloured = render_text(plan, {.color = true});
   CHECK_THAT(coloured, Catch::Contains("\x1b[1;31mDOES NOT FIT:\x1b[0m"));
+  CHECK_THAT(coloured, Catch::Contains("\x1b[1;32myes\x1b[0m"));
   CHECK(render_json(plan).find('\x1b') == std::string::npos);
   CHECK(render_markdown(plan).find('\x1b') == std::string::npos);
 }
@@ -234,8 +238,12 @@ TEST_CASE("report: stages and the vLLM profile appear when the setup has them",
   plan.budget.vllm->error = "No available memory for the cache blocks";
   const json failed = json::parse(render_json(plan));
   CHECK(failed["vllm"]["error"] == "No available memory for the cache blocks");
+  // Within the card (9.5 of 80 GiB) yet vLLM refuses to start: not a fit.
+  CHECK_FALSE(plan.budget.fits());
   CHECK_THAT(render_text(plan, {}),
-             Catch::Contains("vLLM would not start: No available memory"));
+             Catch::Contains("DOES NOT FIT: 9.50 GiB of 80.00 GiB per GPU, but "
+                             "vLLM would not start: No available memory for "
+                             "the cache blocks\n"));
 }
 
 TEST_CASE("report: each warning bit becomes one sentence", "[report]") {
@@ -251,6 +259,14 @@ TEST_CASE("report: each warning bit becomes one sentence", "[report]") {
         "--seq 16384 is beyond the model's 8192-token context "
         "(max_position_embeddings)");
   CHECK_THAT(render_text(plan, {}), Catch::Contains("warnings:\n  - G80"));
+
+  // vLLM sizes for --max-model-len, so the warning names that option.
+  plan.setup.engine = Engine::vllm;
+  plan.setup.max_model_len = 32768;
+  CHECK(warning_texts(plan)[1] ==
+        "--max-model-len 32768 is beyond the model's 8192-token context "
+        "(max_position_embeddings)");
+  plan.setup.engine = Engine::hf;
 
   // Every bit yields its own sentence.
   plan.budget.warnings = ~0U;
