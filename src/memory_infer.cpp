@@ -307,9 +307,11 @@ Bytes vllm_activation(const Model& m, const Setup& s, const Range& r) {
     return saturated_bytes(forward);
   }
   // Sampler: lm_head logits for min(max_num_seqs, tokens) rows over the full
-  // (gathered) vocabulary in dtype, plus ~13 B per element of sampler state
-  // (fp32 logits, int64 penalty bin counts, bool masks: sampler.py
-  // apply_penalties); the forward's hidden states stay referenced.
+  // (gathered) vocabulary in dtype, plus ~13 B per element of sampler
+  // temporaries (the fp32 logits, and the top-k/top-p sort's values and int64
+  // indices, v1/sample/ops/topk_topp_sampler.py), calibrated on the v0.19
+  // logs (Llama 3.1 bf16 and fp32, Qwen3, Gemma 3); the forward's hidden
+  // states stay referenced meanwhile.
   const double rows = dbl(std::min(s.max_num_seqs, s.max_num_batched_tokens));
   const double sampler =
       t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + 13.0);

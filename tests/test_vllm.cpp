@@ -249,3 +249,42 @@ TEST_CASE(
   CHECK(v0.vllm->non_torch_bytes > eager.vllm->non_torch_bytes);
   CHECK(v0.vllm->kv_cache_bytes < eager.vllm->kv_cache_bytes);
 }
+
+TEST_CASE("vllm: every catalog model keeps the profile identity", "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Gpu& g = find_gpu(cat, "H200");
+  for (const Model& m : cat.models) {
+    for (int tp : {1, 2, 8}) {
+      if (m.num_heads % tp != 0 ||
+          (m.kv_lora_rank == 0 && m.num_kv_heads % tp != 0 &&
+           tp % m.num_kv_heads != 0)) {
+        continue;
+      }
+      INFO(m.name << " tp " << tp);
+      Setup s;
+      s.engine = Engine::vllm;
+      s.gpus = tp;
+      s.max_model_len = 4096;
+      s = resolve_setup(m, s);
+      validate_setup(m, g, s);
+      const Budget b = memory(m, g, s);
+      REQUIRE(b.vllm.has_value());
+      const VllmProfile& p = *b.vllm;
+      CHECK(p.kv_cache_bytes == p.requested_bytes - p.weights_bytes -
+                                    p.activation_peak_bytes -
+                                    p.non_torch_bytes);
+      CHECK(p.kv_tokens % 16 == 0);
+      CHECK(p.kv_tokens >= 0);
+      for (std::size_t i = 0; i < b.count; ++i) {
+        CHECK(b.components[i].bytes >= 0);
+      }
+      if (p.error.empty()) {
+        CHECK(b.total_bytes() == p.requested_bytes + p.cuda_graph_bytes);
+        CHECK(p.max_model_len_fit >= 4096);
+        CHECK(p.max_concurrency > 0);
+      } else {
+        CHECK_FALSE(b.fits());
+      }
+    }
+  }
+}
