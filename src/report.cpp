@@ -407,11 +407,11 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
                       gib(fix.total_bytes),
                       fix.fits ? st.green(fits) : st.red(fits), fix.title));
       if (!fix.cost.empty()) {
-        put(fmt::format("{:24}cost: {}", "", fix.cost));
+        put(fmt::format("{:27}cost: {}", "", fix.cost));
       }
-      put(st.dim(fmt::format("{:24}oomplan {}", "", fix_args(plan, fix))));
+      put(st.dim(fmt::format("{:27}oomplan {}", "", fix_args(plan, fix))));
       if (!fix.engine_flags.empty()) {
-        put(st.dim(fmt::format("{:24}launch: {}", "", fix.engine_flags)));
+        put(st.dim(fmt::format("{:27}launch: {}", "", fix.engine_flags)));
       }
     }
   } else if (!b.fits()) {
