@@ -155,7 +155,16 @@ Bytes hf_prefill_activations(const Model& m, const Setup& s) {
                        matrices * t * shared_i / tp * d;
     mlp = std::max(mlp, moe);
   }
-  return saturated_bytes(hidden + std::max(attention, mlp));
+  // bitsandbytes 4-bit layers dequantize their weight to dtype before the
+  // matmul when more than one token goes through (bnb matmul_4bit ->
+  // dequantize_4bit + F.linear): one MLP matrix at a time.
+  double dequant = 0;
+  if (s.quant == Quant::nf4 || s.quant == Quant::nf4_nodq) {
+    const double widest =
+        dbl(std::max(m.intermediate_size, m.moe_intermediate_size));
+    dequant = h * widest / tp * d;
+  }
+  return saturated_bytes(hidden + std::max(attention, mlp) + dequant);
 }
 
 // GenerationMixin keeps only the last position's logits in prefill
