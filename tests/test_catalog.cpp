@@ -9,6 +9,7 @@
 #include <cctype>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -451,6 +452,75 @@ TEST_CASE("catalog: suggest picks the closest name within three edits",
   CHECK(oomplan::suggest("QWEN3-8B", names) == "qwen3-8b");
   CHECK(oomplan::suggest("lamma3-8b", names) == "llama3-8b");
   CHECK_FALSE(oomplan::suggest("mistral", names).has_value());
+}
+
+TEST_CASE("catalog: KV geometry gives catalog_facts' bytes per token",
+          "[catalog]") {
+  // catalog_facts.md §1f, BF16, all layers at full length: 2 (K, V) x layers
+  // x kv_heads x head_dim x 2 B; MLA caches the latent (kv_lora_rank +
+  // qk_rope_head_dim) x layers x 2 B.
+  const std::vector<std::pair<std::string, std::int64_t>> k_kv = {
+      {"llama-2-7b", 524288},      {"llama-2-13b", 819200},
+      {"llama-2-70b", 327680},     {"llama-3-8b", 131072},
+      {"llama-3-70b", 327680},     {"llama-3.1-8b", 131072},
+      {"llama-3.1-70b", 327680},   {"llama-3.1-405b", 516096},
+      {"llama-3.2-1b", 32768},     {"llama-3.2-3b", 114688},
+      {"llama-3.3-70b", 327680},   {"mistral-7b-v0.1", 131072},
+      {"mistral-7b-v0.3", 131072}, {"mixtral-8x7b", 131072},
+      {"mixtral-8x22b", 229376},   {"qwen2.5-0.5b", 12288},
+      {"qwen2.5-1.5b", 28672},     {"qwen2.5-3b", 36864},
+      {"qwen2.5-7b", 57344},       {"qwen2.5-14b", 196608},
+      {"qwen2.5-32b", 262144},     {"qwen2.5-72b", 327680},
+      {"qwen3-0.6b", 114688},      {"qwen3-1.7b", 114688},
+      {"qwen3-4b", 147456},        {"qwen3-8b", 147456},
+      {"qwen3-14b", 163840},       {"qwen3-32b", 262144},
+      {"qwen3-30b-a3b", 98304},    {"qwen3-235b-a22b", 192512},
+      {"gemma-2-2b", 106496},      {"gemma-2-9b", 344064},
+      {"gemma-2-27b", 376832},     {"gemma-3-1b", 26624},
+      {"gemma-3-4b", 139264},      {"gemma-3-12b", 393216},
+      {"gemma-3-27b", 507904},     {"phi-3-mini-4k", 393216},
+      {"phi-3-medium-4k", 204800}, {"phi-4", 204800},
+      {"deepseek-v3", 70272},      {"deepseek-v2-lite", 31104},
+      {"gpt-oss-20b", 49152},      {"gpt-oss-120b", 73728},
+      {"falcon-40b", 122880},      {"falcon-180b", 163840},
+      {"command-r-v01", 1310720},
+  };
+  REQUIRE(k_kv.size() == catalog().models.size());
+  for (const auto& [id, bytes] : k_kv) {
+    INFO(id);
+    const auto& m = oomplan::find_model(catalog(), id);
+    const std::int64_t per_layer =
+        m.kv_lora_rank > 0 ? (m.kv_lora_rank + m.qk_rope_head_dim) * 2
+                           : 2 * m.num_kv_heads * m.head_dim * 2;
+    CHECK(per_layer * m.num_layers == bytes);
+  }
+}
+
+TEST_CASE("catalog: local and MoE layers follow each family's pattern",
+          "[catalog]") {
+  const auto& c = catalog();
+  // Gemma 2 and gpt-oss alternate, starting local; Gemma 3 has 5 local : 1
+  // global; Mistral 7B v0.1 and Phi-3 slide on every layer.
+  const auto& gemma2 = oomplan::find_model(c, "gemma-2-9b");
+  CHECK(oomplan::is_local_layer(gemma2, 0));
+  CHECK_FALSE(oomplan::is_local_layer(gemma2, 1));
+  const auto& gemma3 = oomplan::find_model(c, "gemma-3-27b");
+  CHECK(oomplan::is_local_layer(gemma3, 4));
+  CHECK_FALSE(oomplan::is_local_layer(gemma3, 5));
+  CHECK(gemma3.sliding_window == 1024);
+  const auto& oss = oomplan::find_model(c, "gpt-oss-120b");
+  CHECK(oomplan::is_local_layer(oss, 0));
+  CHECK_FALSE(oomplan::is_local_layer(oss, 1));
+  CHECK(oomplan::is_local_layer(oomplan::find_model(c, "mistral-7b-v0.1"), 31));
+  CHECK_FALSE(
+      oomplan::is_local_layer(oomplan::find_model(c, "mistral-7b-v0.3"), 0));
+  CHECK_FALSE(
+      oomplan::is_local_layer(oomplan::find_model(c, "llama-3-70b"), 0));
+  // DeepSeek-V2-Lite: layer 0 dense, then MoE.
+  const auto& lite = oomplan::find_model(c, "deepseek-v2-lite");
+  CHECK_FALSE(oomplan::is_moe_layer(lite, 0));
+  CHECK(oomplan::is_moe_layer(lite, 1));
+  CHECK(oomplan::is_moe_layer(oomplan::find_model(c, "qwen3-30b-a3b"), 0));
 }
 
 // ---------------------------------------------------------------------------

@@ -250,3 +250,56 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "parsing value - unexpected end of input; expected '[', '{', or a "
         "literal");
 }
+
+TEST_CASE("hf: Phi-2 has a parallel block and a biased lm_head", "[hf]") {
+  // microsoft/phi-2: 32 x (4·2560² + 4·2560 biases + 2·2560·10240 + 10240 +
+  // 2560 + LayerNorm 2·2560) + 51200·2560 embed + head + 51200 bias + final
+  // LayerNorm 5120 = 2,779,683,840 (published 2.78B).
+  const Model m = import_hf_config(
+      R"({"_name_or_path": "microsoft/phi-2", "model_type": "phi",
+          "hidden_size": 2560, "intermediate_size": 10240,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
+          "vocab_size": 51200, "max_position_embeddings": 2048,
+          "tie_word_embeddings": false, "qk_layernorm": false})",
+      "phi-2/config.json");
+  CHECK(m.parallel_block);
+  CHECK(total(m) == 2'779'683'840);
+}
+
+TEST_CASE("hf: Qwen1.5-MoE has a gated shared expert", "[hf]") {
+  // Qwen/Qwen1.5-MoE-A2.7B: per layer 4·2048² + 3·2048 qkv bias + 60 experts
+  // of 3·2048·1408 + shared 3·2048·5632 + router 2048·60 + shared gate 2048
+  // + 2 norms = 570,560,512; x24 + 2·151936·2048 + 2048 = 14.3e9 total; 4
+  // experts per token leave 2.69e9 active ("A2.7B").
+  const Model m = import_hf_config(
+      R"({"model_type": "qwen2_moe", "hidden_size": 2048,
+          "num_hidden_layers": 24, "num_attention_heads": 16,
+          "num_key_value_heads": 16, "intermediate_size": 5632,
+          "moe_intermediate_size": 1408,
+          "shared_expert_intermediate_size": 5632, "num_experts": 60,
+          "num_experts_per_tok": 4, "decoder_sparse_step": 1,
+          "mlp_only_layers": [], "vocab_size": 151936,
+          "tie_word_embeddings": false, "use_sliding_window": false})",
+      "qwen-moe/config.json");
+  const auto c = oomplan::count_params(m);
+  CHECK(c.total() == 14'315'784'192);
+  CHECK(c.active == 2'689'173'504);
+  CHECK(c.shared_experts == 24LL * 3 * 2048 * 5632);
+}
+
+TEST_CASE("hf: Falcon-7B is multi-query with one LayerNorm per block", "[hf]") {
+  // tiiuae/falcon-7b (old decoder): 32 x (4544² q + 2·4544·64 kv + 4544² o +
+  // 2·4544·18176 MLP + LayerNorm 9,088) + 65024·4544 tied + 9,088 =
+  // 6,921,720,704 (published 6.92B).
+  const Model m = import_hf_config(
+      R"({"model_type": "falcon", "hidden_size": 4544,
+          "num_hidden_layers": 32, "num_attention_heads": 71,
+          "multi_query": true, "parallel_attn": true, "bias": false,
+          "alibi": false, "new_decoder_architecture": false,
+          "vocab_size": 65024})",
+      "falcon-7b/config.json");
+  CHECK(m.num_kv_heads == 1);
+  CHECK(m.norms_per_layer == 1);
+  CHECK(total(m) == 6'921'720'704);
+}
