@@ -9,8 +9,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace oomplan::test {
@@ -39,7 +41,11 @@ inline CliResult run_cli(const std::vector<std::string>& args) {
 // (quote arguments yourself). stdout and the exit code are captured; stderr is
 // folded into `err` via a temp file.
 inline CliResult run_binary(const std::string& command) {
-  const std::string err_path = std::string(std::tmpnam(nullptr));
+  std::string err_path = "/tmp/oomplan_test_XXXXXX";
+  const int fd = mkstemp(err_path.data());
+  if (fd >= 0) {
+    close(fd);
+  }
   const std::string line =
       std::string(OOMPLAN_BINARY) + " " + command + " 2>" + err_path;
   CliResult result;
