@@ -384,3 +384,17 @@ TEST_CASE("memory: nothing overflows at the CLI's input bounds", "[memory]") {
     CHECK_FALSE(b.fits());
   }
 }
+
+TEST_CASE("memory: bitsandbytes 4-bit prefill dequantizes one MLP matrix",
+          "[memory]") {
+  const Model m = llama2_7b();
+  Setup s;
+  s.seq = 2048;
+  s.quant = Quant::none;
+  const Bytes plain = plan(m, a100(), s).bytes_of("activations");
+  s.quant = Quant::nf4;
+  const Budget nf4 = plan(m, a100(), s);
+  // 4096 x 11008 x 2 B = 90,177,536 B of dequantized weight
+  CHECK(nf4.bytes_of("activations") - plain == 90'177'536);
+  CHECK(nf4.bytes_of("weights") < plan(m, a100(), Setup{}).bytes_of("weights"));
+}
