@@ -233,6 +233,18 @@ std::string fix_args(const Plan& plan, const Fix& fix) {
   return plan_args(plan.model_arg, gpu, fix.setup);
 }
 
+// A Markdown table cell: a literal '|' would end the cell.
+std::string md_cell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
 bool has_stages(const Plan& plan) {
   return !plan.budget.stages.empty() &&
          (plan.setup.pp > 1 || plan.setup.split_layers);
@@ -559,7 +571,7 @@ std::string render_markdown(const Plan& plan) {
   for (std::size_t i = 0; i < b.count; ++i) {
     const Component& c = b.components[i];
     put(fmt::format("| {} | {} | {} | `{}` |", c.name, gib(c.bytes),
-                    percent(c.bytes, b.capacity_bytes), c.formula));
+                    percent(c.bytes, b.capacity_bytes), md_cell(c.formula)));
   }
   put(fmt::format("| **total** | **{}** | **{}** | |", gib(b.total_bytes()),
                   percent(b.total_bytes(), b.capacity_bytes)));
@@ -592,8 +604,9 @@ std::string render_markdown(const Plan& plan) {
     put("|---:|---|---:|---|---|---|");
     for (const Fix& fix : plan.fixes) {
       put(fmt::format("| {} | {} | {} | {} | {} | `oomplan {}` |", fix.rank,
-                      fix.title, gib(fix.total_bytes), yes_no(fix.fits),
-                      fix.cost, fix_args(plan, fix)));
+                      md_cell(fix.title), gib(fix.total_bytes),
+                      yes_no(fix.fits), md_cell(fix.cost),
+                      fix_args(plan, fix)));
     }
   }
   return out;

@@ -284,6 +284,9 @@ TEST_CASE("report: markdown renders the budget as a table for PR comments",
                              "|\n"));
   CHECK_THAT(md, Catch::Contains("| **total** | **9.50** | **11.9 %** | |\n"));
   CHECK_THAT(md, Catch::Contains("**Fits:** 9.50 GiB of 80.00 GiB per GPU"));
+  Plan piped = fitting_plan();
+  piped.budget.components[0].formula = "a | b";
+  CHECK_THAT(render_markdown(piped), Catch::Contains("| `a \\| b` |"));
   const std::string failing = render_markdown(failing_plan());
   CHECK_THAT(failing, Catch::Contains("| 1 | Quantize the weights to 4 bits "
                                       "(AWQ) | 30.00 | yes | accuracy risk |"));

@@ -59,8 +59,9 @@ struct Sizing {
 };
 std::string render_sizing_text(const Sizing& sizing,
                                const RenderOptions& options);
-// {"schema": "oomplan.sizing/1", "model", "setup", "max_gpus", "options":
-// [...]}
+// {"schema": "oomplan.sizing/1", "model", "max_gpus", "options": [...]}; each
+// option has gpu, count (null when none fits), args, total_bytes,
+// usable_bytes, capacity_bytes, headroom_bytes and fits.
 std::string render_sizing_json(const Sizing& sizing);
 std::string render_sizing_markdown(const Sizing& sizing);
 

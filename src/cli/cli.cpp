@@ -887,6 +887,11 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
   const std::string& first = args.front();
   const bool global_flag =
       first == "-h" || first == "--help" || first == "--version";
+  if ((first == "diagnose" || first == "check") && !is_subcommand(app, first)) {
+    // DESIGN §1 names them; say so rather than "unknown model 'diagnose'".
+    throw Error(fmt::format(
+        "'oomplan {}' is not part of this build; see oomplan --help", first));
+  }
   if (!global_flag && !is_subcommand(app, first)) {
     args.insert(args.begin(), "plan");
   }
