@@ -17,9 +17,12 @@
 //   when another plan of the same card is at least as good on all three and
 //   better on one. Cards are not compared with each other (their prices
 //   differ and the catalog has none);
+// - quantized inference plans carry a precision loss (8-bit 1, 4-bit 2, fp8
+//   KV +1) and dominate only plans that lose no less;
 // - the output order is deterministic: no offload first, then GPUs, then
-//   GPU-seconds per token (5 % buckets), then headroom, then card name, then
-//   enumeration order; the top N holds one plan per (card, GPUs, offload).
+//   precision loss, then GPU-seconds per token (5 % buckets), then headroom,
+//   then card name, then enumeration order; the top N holds one plan per
+//   (card, GPUs, offload).
 // Pruning relies on monotonicity the memory model guarantees: a larger
 // micro-batch never lowers the peak, and the most frugal variant of a layout
 // (ZeRO-3, full checkpointing, micro-batch 1) fitting is necessary for any
@@ -35,18 +38,30 @@ constexpr std::array k_pp_sizes = {1, 2, 4, 8, 16};
 struct Candidate {
   FitPlan plan;
   double seconds_per_token = 0;
-  std::size_t order = 0;  // enumeration order, the final tie-break
+  int precision_loss = 0;  // 0: the user's weights and KV; 1: 8-bit; 2: 4-bit
+  std::size_t order = 0;   // enumeration order, the final tie-break
 };
 
+// Quantization trades accuracy for memory and speed, which the three
+// objectives do not see: a plan only dominates plans that lose no less
+// precision.
 bool dominates(const Candidate& a, const Candidate& b) {
   const int ga = a.plan.setup.total_gpus();
   const int gb = b.plan.setup.total_gpus();
   const bool no_worse = ga <= gb &&
                         a.seconds_per_token <= b.seconds_per_token &&
-                        a.plan.headroom_bytes >= b.plan.headroom_bytes;
+                        a.plan.headroom_bytes >= b.plan.headroom_bytes &&
+                        a.precision_loss <= b.precision_loss;
   const bool better = ga < gb || a.seconds_per_token < b.seconds_per_token ||
-                      a.plan.headroom_bytes > b.plan.headroom_bytes;
+                      a.plan.headroom_bytes > b.plan.headroom_bytes ||
+                      a.precision_loss < b.precision_loss;
   return no_worse && better;
+}
+
+bool is_4bit(Quant quant) {
+  return quant == Quant::int4 || quant == Quant::nf4 ||
+         quant == Quant::nf4_nodq || quant == Quant::gptq ||
+         quant == Quant::awq || quant == Quant::mxfp4;
 }
 
 // The GPU counts tried: powers of two inside one node, then whole 8-GPU
@@ -65,7 +80,10 @@ std::vector<int> gpu_counts(int max_gpus) {
 class Search {
  public:
   Search(const Model& model, const Setup& base, const FitConstraints& limits)
-      : m_model(model), m_base(base), m_limits(limits) {}
+      : m_model(model),
+        m_base(base),
+        m_base_quant(resolve_setup(model, base).quant),
+        m_limits(limits) {}
 
   void run(const Gpu& gpu) {
     m_front.clear();
@@ -104,6 +122,9 @@ class Search {
                 const int gb = b.plan.setup.total_gpus();
                 if (ga != gb) {
                   return ga < gb;
+                }
+                if (a.precision_loss != b.precision_loss) {
+                  return a.precision_loss < b.precision_loss;
                 }
                 const long ca = bucket(a);
                 const long cb = bucket(b);
@@ -298,6 +319,15 @@ class Search {
     c.seconds_per_token =
         c.plan.time.tokens_per_s > 0 ? 1.0 / c.plan.time.tokens_per_s : 0;
     c.order = m_order++;
+    // Inference only: training modes fix the weights' format.
+    if (!r.training()) {
+      if (r.quant != m_base_quant) {
+        c.precision_loss += is_4bit(r.quant) ? 2 : 1;
+      }
+      if (r.kv_dtype != m_base.kv_dtype) {
+        c.precision_loss += 1;
+      }
+    }
     for (const auto& kept : m_front) {
       if (dominates(kept, c) ||
           (kept.plan.setup.total_gpus() == r.total_gpus() &&
@@ -314,6 +344,7 @@ class Search {
 
   const Model& m_model;
   Setup m_base;
+  Quant m_base_quant;  // the user's weights, resolved
   FitConstraints m_limits;
   std::vector<Candidate> m_front;  // the current card's Pareto front
   std::vector<Candidate> m_kept;   // every card's front

@@ -25,6 +25,11 @@ constexpr double k_link_util = 0.75;
 constexpr double k_internode_gb_s = 25.0;
 // Launch latency of one small collective (decode-time TP all-reduce).
 constexpr double k_collective_latency_s = 10e-6;
+// Host overhead per decoder layer per decode step, the floor small models hit:
+// eager transformers launches each layer's dozen kernels from Python (~30 us);
+// vLLM replays CUDA graphs (~5 us).
+constexpr double k_eager_layer_s = 30e-6;
+constexpr double k_graph_layer_s = 5e-6;
 // DeepSpeed CPU-Adam: parameters updated per second per node (ZeRO-Offload,
 // Ren et al. 2021, §4.1: CPU-Adam updates ~1e9 parameters in well under a
 // second on a server CPU). An assumption, stated in README.
@@ -319,7 +324,11 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   if (setup.offload == Offload::params || setup.offload == Offload::all) {
     t.offload_s = weight_read_bytes(model, setup, params) / gb_s(gpu.pcie_gb_s);
   }
-  t.step_s = std::max(t.compute_s, t.memory_s) + t.comm_s + t.offload_s;
+  const bool graphs = setup.engine == Engine::vllm && !setup.enforce_eager;
+  const double launch = static_cast<double>(layers) *
+                        (graphs ? k_graph_layer_s : k_eager_layer_s);
+  t.step_s =
+      std::max({t.compute_s, t.memory_s, launch}) + t.comm_s + t.offload_s;
   t.comm_bound = t.comm_s > std::max(t.compute_s, t.memory_s);
   t.no_nvlink = gpu.nvlink_gb_s <= 0 && (tp > 1 || pp > 1);
   return t;
