@@ -103,6 +103,22 @@ double norm_saved(const Model& model, const Setup& setup, const Needs& needs,
   return 4.0 + (needs.norm_weight ? d : 0.0);
 }
 
+// Eager attention materialises b x heads x s^2 scores per layer: softmax
+// output, dropout mask and dropout output (Korthikanti: 5as^2b in 16-bit),
+// or, without dropout, HF's fp32 softmax and its 16-bit cast
+// (softmax(..., dtype=float32).to(dtype)). Selective recomputation drops
+// exactly this term; flash and sdpa never store it.
+double layer_scores_bytes(const Model& model, const Setup& setup,
+                          const Dims& dm) {
+  if (setup.attn != Attn::eager) {
+    return 0;
+  }
+  const double d = dm.d;
+  const double per =
+      has_dropout(model) ? 2.0 * d + 1.0 : (d >= 4.0 ? 4.0 : 4.0 + d);
+  return dm.tokens * as_double(model.num_heads) * dm.seq * per / dm.t;
+}
+
 // Bytes one decoder layer keeps for backward on one GPU (no checkpointing):
 // Korthikanti et al. 2022 Table 2, sbh(34 + 5as/h) for GPT, re-derived per
 // saved tensor so that it adapts to RMSNorm, GQA, SwiGLU, MoE and frozen
@@ -190,20 +206,9 @@ double layer_activation_bytes(const Model& model, const Setup& setup,
     }
   }
 
-  // Eager attention materialises b x heads x s^2 scores: softmax output,
-  // dropout mask and dropout output (Korthikanti: 5as^2b in 16-bit), or,
-  // without dropout, HF's fp32 softmax and its 16-bit cast (softmax(...,
-  // dtype=float32).to(dtype)). Selective recomputation drops exactly this
-  // term.
-  double scores = 0;
-  if (setup.attn == Attn::eager &&
-      setup.checkpointing != Checkpointing::selective) {
-    const double per = dropout ? 2.0 * d + 1.0 : (d >= 4.0 ? 4.0 : 4.0 + d);
-    scores = heads * dm.seq * per;
-  }
-
   const double rep_div = dm.sp ? dm.t : 1.0;
-  return dm.tokens * (rep / rep_div + (shard + scores) / dm.t);
+  return dm.tokens * (rep / rep_div + shard / dm.t) +
+         layer_scores_bytes(model, setup, dm);
 }
 
 // Activation-gradient working set while one layer runs backward: the grads of
@@ -429,7 +434,13 @@ StageResult train_stage(const Model& model, const Setup& setup,
   // shards them; with the optimizer offloaded, DeepSpeed streams reduced
   // gradients to pinned CPU buffers (ZeRO-Offload) and FSDP offloads them
   // with the parameters.
-  const double g_elem = full ? d : train_w_bytes;
+  // DeepSpeed runs bf16 with ZeRO-1 through its BF16_Optimizer, which
+  // accumulates gradients in a full-size fp32 buffer
+  // (bf16_optimizer.py fp32_groups_gradients_flat).
+  const bool bf16_optimizer = full && zero == 1 && !setup.fsdp &&
+                              setup.dtype == Dtype::bf16 &&
+                              setup.precision == Precision::mixed;
+  const double g_elem = bf16_optimizer ? 4.0 : (full ? d : train_w_bytes);
   double g_full = trainable * g_elem / (zero >= 2 ? dp : 1.0);
   double g_host = 0;
   if ((offload_opt && zero >= 2) || offload_params) {
@@ -481,21 +492,29 @@ StageResult train_stage(const Model& model, const Setup& setup,
       break;
     }
   }
-  if (last) {
-    // The final norm keeps its input (and upcast) for backward.
-    a_all += dm.tokens * (norm_saved(model, setup, needs_of(setup), d) + d) *
-             dm.h / (dm.sp ? t : 1.0);
-  }
-  // Full recomputation keeps each layer's input (2sbh, /t with SP) plus one
-  // layer being recomputed in backward (Korthikanti §4.1).
+  const double layers_here = as_double(end - begin);
+  const double scores = layer_scores_bytes(model, setup, dm);
+  // Full recomputation keeps each layer's input (2sbh, /t with SP) and
+  // recomputes one layer at a time in backward; selective recomputation
+  // keeps everything but the attention scores and recomputes one layer's
+  // scores at a time (Korthikanti §4.1-4.2).
   const double layer_input = dm.tokens * d * dm.h / (dm.sp ? t : 1.0);
-  double stored = setup.checkpointing == Checkpointing::full
-                      ? layer_input * as_double(end - begin)
-                      : a_all;
+  double stored = a_all;
+  double recompute = 0;
+  if (setup.checkpointing == Checkpointing::full) {
+    stored = layer_input * layers_here;
+    recompute = a_layer;
+  } else if (setup.checkpointing == Checkpointing::selective) {
+    stored = a_all - scores * layers_here;
+    recompute = scores;
+  }
   // 1F1B: stage s holds pp - s micro-batches in flight (the first stage pp).
   stored *= as_double(pp - stage);
-  const double recompute =
-      setup.checkpointing == Checkpointing::full ? a_layer : 0.0;
+  if (last) {
+    // The final norm keeps its input (and upcast) for backward.
+    stored += dm.tokens * (norm_saved(model, setup, needs_of(setup), d) + d) *
+              dm.h / (dm.sp ? t : 1.0);
+  }
   double a_host = 0;
   if (setup.activation_offload) {
     // torchtune OffloadActivations: saved tensors go to pinned CPU memory in
@@ -509,16 +528,23 @@ StageResult train_stage(const Model& model, const Setup& setup,
   // --- Logits and loss (last stage): fp32 log-softmax output kept for
   // backward, then its gradient and the gradient of the upcast logits
   // (F.cross_entropy on logits.float()): 8 B per logit in forward, 12 B at the
-  // start of backward. Chunked CE (torchtune CEWithChunkedOutputLoss) keeps
-  // only the 16-bit logits and upcasts one chunk of 8 at a time.
+  // start of backward. Chunked CE (torchtune CEWithChunkedOutputLoss) runs
+  // the output projection and the loss in 8 chunks.
   double l_fwd = 0;
   double l_bwd = 0;
   if (last) {
     const double elems =
         dm.tokens * as_double(model.vocab_size) / t;  // vocab-parallel
-    if (setup.loss == Loss::chunked) {
-      l_fwd = elems * (d + 8.0 / k_loss_chunks);
-      l_bwd = elems * (d + 12.0 / k_loss_chunks);
+    if (setup.loss == Loss::chunked && setup.compile) {
+      // Compiled per-chunk CE saves only its 16-bit input chunk (the
+      // chunks stay referenced) and writes one chunk's gradient at a time.
+      l_fwd = elems * d;
+      l_bwd = elems * (d + (4.0 + d) / k_loss_chunks);
+    } else if (setup.loss == Loss::chunked) {
+      // Eager: each chunk's log-softmax keeps its fp32 output; backward
+      // works one chunk at a time.
+      l_fwd = elems * (4.0 + d);
+      l_bwd = elems * (4.0 + (8.0 + d) / k_loss_chunks);
     } else if (setup.compile) {
       // A compiled loss fuses log-softmax and NLL: it keeps the fp32 logits
       // (4 B) and writes their gradient in one kernel (4 B).
@@ -550,13 +576,16 @@ StageResult train_stage(const Model& model, const Setup& setup,
                             .lm_head = false};
       layer_w = as_double(weight_bytes(model, base, one));
     }
-    buffers += 2.0 * layer_w + (full ? largest * d : 0.0);
-    if (setup.fsdp) {
-      // The FSDP root unit (embedding, final norm, lm_head) stays unsharded
-      // from forward through backward (FSDP keeps the root's parameters
-      // after forward because backward needs them at once).
-      buffers += (first ? embed : 0.0) * d / t + (last ? head : 0.0) * d / t;
-    }
+    // Embedding and lm_head are gathered as units of their own (torchtune's
+    // custom_sharded_layers, DeepSpeed's per-module fetch): a large
+    // vocabulary can make them the largest unit. FSDP keeps the root unit
+    // unsharded between forward and backward, which is why recipes wrap
+    // them separately; HF accelerate's transformer-layer wrap instead keeps
+    // them gathered (2 x vocab x hidden x 2 B more).
+    const double vocab_unit =
+        std::max(first ? embed : 0.0, last ? head : 0.0) * d / t;
+    buffers += std::max(2.0 * layer_w, layer_w + vocab_unit) +
+               (full ? largest * d : 0.0);
   } else if (zero >= 1 && dp > 1) {
     // DeepSpeed ZeRO-1/2 reduce buckets, double-buffered (contiguous
     // gradients ipg_buffer), at the HF "auto" size hidden^2.
@@ -576,15 +605,29 @@ StageResult train_stage(const Model& model, const Setup& setup,
   }
 
   // --- The timeline.
+  // Gradients that exist before backward starts: earlier micro-batches'
+  // under accumulation, and the flat gradient buffers that mixed-precision
+  // frameworks allocate once and keep: DeepSpeed's partition
+  // (stage_1_and_2.py grads_in_partition, stage3.py
+  // grad_partitions_flat_buffer, bf16_optimizer.py fp32 gradients), Megatron's
+  // contiguous main_grad buffer. PyTorch-native pure-precision and FSDP
+  // loops (torchtune, LitGPT) free them: zero_grad(set_to_none=True).
   const bool accum = setup.grad_accum > 1 && !setup.optimizer_in_bwd;
-  const double g_kept = accum ? g_full : 0.0;  // earlier micro-batches'
+  const bool flat_buffer =
+      !setup.fsdp && !setup.optimizer_in_bwd &&
+      (zero >= 1 || (full && setup.precision == Precision::mixed));
+  const double g_kept = (accum || flat_buffer) ? g_full : 0.0;
   // One parameter's gradient when the optimizer steps inside backward
   // (torchtune optimizer_in_bwd: each parameter steps and frees its grad).
+  // The largest trainable tensor: an embedding or MLP matrix (full), an
+  // adapter matrix (LoRA), as sharded on this GPU.
   const double largest_param =
-      std::max({dm.h * as_double(model.intermediate_size),
-                dm.h * as_double(model.moe_intermediate_size),
-                (full || (setup.lora_targets != 0)) ? embed : 0.0}) /
-      t;
+      full ? std::max({dm.h * as_double(model.intermediate_size),
+                       dm.h * as_double(model.moe_intermediate_size), embed,
+                       head}) /
+                 t / (zero >= 3 ? dp : 1.0)
+           : as_double(setup.lora_rank) *
+                 std::max(dm.h, as_double(model.intermediate_size)) / t;
   const double g_step = setup.optimizer_in_bwd
                             ? std::min(g_full, largest_param * g_elem)
                             : g_full;
@@ -596,7 +639,10 @@ StageResult train_stage(const Model& model, const Setup& setup,
   fwd.weights = w_gpu;
   fwd.optimizer = o_gpu;
   fwd.gradients = g_kept;
-  fwd.activations = stored + recompute;
+  // Under full checkpointing a layer's forward saves nothing: only its
+  // working set lives while it runs.
+  fwd.activations =
+      stored + (setup.checkpointing == Checkpointing::full ? bwd_layer : 0.0);
   fwd.logits = l_fwd;
   fwd.buffers = buffers + dequant;
 
@@ -606,21 +652,40 @@ StageResult train_stage(const Model& model, const Setup& setup,
   bwd_start.gradients =
       std::max(g_kept, setup.optimizer_in_bwd ? 0.0 : head_grad);
 
+  // The first layer backward meets: every stored input still there, the
+  // top layer recomputed, the logits' gradients already consumed.
+  Parts bwd_top = fwd;
+  bwd_top.logits = 0;
+  bwd_top.gradients = bwd_start.gradients;
+  bwd_top.activations = stored + recompute + bwd_layer;
+
   Parts bwd_end = fwd;
   bwd_end.logits = 0;
   bwd_end.gradients = g_step;
-  bwd_end.activations =
-      (setup.checkpointing == Checkpointing::full ? layer_input + recompute
-                                                  : 0.0) +
-      bwd_layer;
+  // The bottom layer's activations (saved or recomputed) live until its own
+  // backward is done.
+  bwd_end.activations = a_layer + bwd_layer;
+
+  // torchao's 8-bit AdamW (low_bit_optim single_param_adam) dequantizes one
+  // parameter's m and v to fp32, updates and requantizes them: 8 B per
+  // element of the largest parameter. bitsandbytes' paged 8-bit kernel
+  // updates blocks in place.
+  const double opt_temp =
+      setup.optimizer == Optimizer::adamw_8bit && !offload_opt
+          ? 8.0 * largest_param
+          : 0.0;
+  if (setup.optimizer_in_bwd) {
+    bwd_end.optimizer += opt_temp;
+  }
 
   Parts step = fwd;
+  step.optimizer += setup.optimizer_in_bwd ? 0.0 : opt_temp;
   step.activations = 0;
   step.logits = 0;
   step.buffers = 0;
   step.gradients = g_step;
   if (!setup.optimizer_in_bwd && !offload_opt) {
-    if (zero >= 1 && !setup.fsdp && mixed16) {
+    if (zero >= 1 && !setup.fsdp && mixed16 && !bf16_optimizer) {
       // DeepSpeed casts the gradient partition to fp32 for its optimizer
       // (stage_1_and_2.py step: single_grad_partition.to(fp32); stage3.py
       // per sub-group).
@@ -629,13 +694,11 @@ StageResult train_stage(const Model& model, const Setup& setup,
         part = std::min(part, k_zero3_sub_group);
       }
       step.gradients += 4.0 * part;
-    } else if (setup.optimizer == Optimizer::adamw &&
-               setup.precision == Precision::mixed) {
-      // torch.optim.AdamW's default foreach path materialises sqrt(v) for
-      // the whole parameter list (_multi_tensor_adamw: exp_avg_sq_sqrt).
-      step.optimizer += trainable * 4.0 / (zero >= 1 ? dp : 1.0);
     }
   }
+  // torch.optim.AdamW is modelled fused (fused=True: torchtune, HF Trainer's
+  // adamw_torch_fused): no whole-model temporaries. Its foreach path would
+  // add one state-sized list (_multi_tensor_adamw: exp_avg_sq_sqrt).
 
   struct Candidate {
     const Parts* parts;
@@ -643,6 +706,7 @@ StageResult train_stage(const Model& model, const Setup& setup,
   };
   const Candidate candidates[] = {{&fwd, Phase::forward},
                                   {&bwd_start, Phase::backward},
+                                  {&bwd_top, Phase::backward},
                                   {&bwd_end, Phase::backward},
                                   {&step, Phase::optimizer_step}};
   const Candidate* best = &candidates[0];
@@ -781,10 +845,10 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
   budget.add("activations", activations, activations_formula(setup));
   budget.add("logits", logits,
              setup.loss == Loss::chunked
-                 ? "tokens x vocab / tp x (dtype + 12 B / 8 chunks) "
-                   "(chunked cross-entropy)"
-                 : "tokens x vocab / tp x 12 B (fp32 log-softmax + its "
-                   "gradient + logits gradient)");
+                 ? "tokens x vocab / tp x (saved chunk logits + one chunk's "
+                   "fp32 loss gradient) (chunked cross-entropy)"
+                 : "tokens x vocab / tp x (fp32 log-softmax + its gradient + "
+                   "logits gradient)");
   budget.add("gradients", gradients,
              setup.optimizer_in_bwd
                  ? "one parameter's gradient (optimizer step fused into "
