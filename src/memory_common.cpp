@@ -160,14 +160,19 @@ Bytes weight_bytes(const Model& model, const Setup& setup,
 
   // Embedding and lm_head stay in dtype (bitsandbytes skips lm_head and
   // nn.Embedding, GPTQ/AWQ/FP8 checkpoints keep them 16-bit) and are split
-  // by vocabulary across tp (VocabParallelEmbedding, ParallelLMHead). vLLM
-  // pads the vocabulary to a multiple of 64 x tp.
+  // by vocabulary across tp. vLLM pads the vocabulary to a multiple of 64
+  // before dividing it by tp (vocab_parallel_embedding.py pad_vocab_size,
+  // num_embeddings_per_partition); a multiple of 64 x tp when 64 alone would
+  // not divide.
   const std::int64_t vocab = m.vocab_size;
-  const std::int64_t padded =
-      setup.engine == Engine::vllm
-          ? ceil_div(vocab, 64 * static_cast<std::int64_t>(tp)) * 64 *
-                static_cast<std::int64_t>(tp)
-          : vocab;
+  const auto itp = static_cast<std::int64_t>(tp);
+  std::int64_t padded = vocab;
+  if (setup.engine == Engine::vllm) {
+    padded = ceil_div(vocab, 64) * 64;
+    if (padded % itp != 0) {
+      padded = ceil_div(vocab, 64 * itp) * 64 * itp;
+    }
+  }
   const double pad = static_cast<double>(padded - vocab) * h;
   if (share.embedding) {
     bytes += (static_cast<double>(c.embedding) + pad) / tp * dtype;

@@ -584,9 +584,10 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
   }
 
   const Bytes kv = std::max<Bytes>(0, worst.available);
-  budget.add("weights", worst.weights,
-             "weights as loaded per GPU (/tp, vocab padded to 64 x tp) + "
-             "RoPE cos/sin cache (max_position x rotary_dim x dtype)");
+  budget.add(
+      "weights", worst.weights,
+      "weights as loaded per GPU (/tp, vocab padded to a multiple of 64) + "
+      "RoPE cos/sin cache (max_position x rotary_dim x dtype)");
   budget.add("kv_cache", kv,
              "gpu_util x capacity - weights - activation peak - non-torch "
              "(vLLM determine_available_memory)");

@@ -153,7 +153,8 @@ void validate_setup(const Model& model, const Gpu& gpu, const Setup& setup);
 // tp = 1 for an unsharded copy); decoder layers [layer_begin, layer_end) on
 // this GPU, embedding/lm_head flags for pipeline stages. Quant::automatic is
 // resolved here too (qlora: nf4, else the checkpoint's format). With engine
-// vllm it adds vLLM's vocabulary padding (64 x tp) and its RoPE cos/sin cache.
+// vllm it adds vLLM's vocabulary padding (to a multiple of 64) and its RoPE
+// cos/sin cache.
 struct WeightShare {
   std::int64_t layer_begin = 0;  // decoder layers [layer_begin, layer_end)
   std::int64_t layer_end = 0;
