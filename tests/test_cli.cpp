@@ -454,3 +454,11 @@ TEST_CASE("cli: README's example output is what the binary prints", "[cli]") {
   CHECK(b != std::string::npos);
   CHECK(block == expected_block);
 }
+
+TEST_CASE("cli: a repeated option takes its last value", "[cli]") {
+  const auto twice = run_cli({"llama3-70b", "--gpus", "1xA100-80", "--seq",
+                              "1024", "--gpus", "4xA100-80", "--seq", "8192"});
+  const auto once = run_cli(split_args(k_readme_args));
+  CHECK(twice.code == 0);
+  CHECK(twice.out == once.out);
+}

@@ -270,8 +270,8 @@ void add_setup_options(CLI::App& app, SetupOptions& o) {
                  "CUDA context + workspaces per GPU, GiB (default: measured)")
       ->type_name("FLOAT");
   app.add_option("--reserve", o.reserve,
-                 "share of the card kept free, 0 to <1 (default: the "
-                 "allocator's fragmentation estimate)")
+                 "caching-allocator fragmentation as a fraction of the "
+                 "allocated bytes, 0 to <1 (default: measured)")
       ->type_name("FLOAT");
   app.add_option("--price", o.price, "USD per GPU-hour, for cost estimates")
       ->type_name("FLOAT");
@@ -328,7 +328,8 @@ Catalog load_catalog(const std::string& dir) {
   }
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+    std::error_code file_ec;
+    if (entry.is_regular_file(file_ec) && entry.path().extension() == ".json") {
       files.push_back(entry.path());
     }
   }
@@ -470,8 +471,8 @@ Setup build_setup(const SetupOptions& o) {
     s.reserve = parse_number("--reserve", o.reserve);
     if (s.reserve < 0 || s.reserve >= 1) {
       throw Error(fmt::format(
-          "--reserve {} is out of range; use a share of the card from 0 to "
-          "below 1, e.g. 0.05",
+          "--reserve {} is out of range; use a fraction of the allocated "
+          "bytes from 0 to below 1, e.g. 0.05",
           o.reserve));
     }
   }
@@ -829,6 +830,10 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
   app.footer(
       "Exit codes: 0 fits, 1 does not fit, 2 bad input.\n"
       "Example: oomplan llama3-70b --gpus 4xA100-80 --seq 8192");
+
+  // A repeated option takes its last value, so a script can append overrides
+  // to a fix's args.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   PlanOptions plan_options;
   CLI::App* plan = app.add_subcommand(
