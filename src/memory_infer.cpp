@@ -549,6 +549,13 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
         ") is greater than the derived max_model_len "
         "(max_position_embeddings=" +
         std::to_string(m.max_position_embeddings) + " in model's config.json).";
+  } else if (dbl(worst.weights) > free) {
+    // The load itself runs out of memory before any profiling.
+    p.error =
+        "torch.OutOfMemoryError: CUDA out of memory while loading the "
+        "model weights (" +
+        gib_text(dbl(worst.weights)) + " GiB per GPU, " + gib_text(free) +
+        " GiB free)";
   } else if (dbl(requested) > free) {
     p.error = "Free memory on device (" + gib_text(free) + "/" +
               gib_text(dbl(gpu.capacity_bytes)) +

@@ -224,6 +224,14 @@ TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
         "No available memory for the cache blocks. Try increasing "
         "`gpu_memory_utilization` when initializing the engine.");
   CHECK_FALSE(b.fits());
+
+  // 70B in bf16 on one 24 GB card: the load fails before profiling.
+  const Model& big = find_model(cat, "llama-3-70b");
+  b = memory(big, g, resolve_setup(big, s));
+  CHECK_THAT(b.vllm->error,
+             Catch::StartsWith("torch.OutOfMemoryError: CUDA out of memory "
+                               "while loading the model weights (131.42 GiB"));
+  CHECK_FALSE(b.fits());
 }
 
 TEST_CASE(
