@@ -602,11 +602,16 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
       const int global = s.grad_accum * dp_old;
       t.grad_accum =
           global % dp_new == 0 ? std::max(1, global / dp_new) : s.grad_accum;
+    } else if (s.split_layers) {
+      // transformers device_map="auto": whole layers over more GPUs of one
+      // process, so one node at most.
+      if (t.nodes > 1) {
+        break;
+      }
     } else {
       // Inference: tensor parallel over each node's GPUs, pipeline over nodes.
       t.tp = t.gpus;
       t.pp = t.nodes;
-      t.split_layers = false;
     }
     last = t;
     if (fits(c.model, *from.gpu, t)) {
@@ -626,23 +631,27 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
     next_count(once);
     if (once.training()) {
       once.grad_accum = s.grad_accum;
-    } else {
+    } else if (!once.split_layers) {
       once.tp = once.gpus;
       once.pp = once.nodes;
-      once.split_layers = false;
     }
     last = once;
   }
   Step to = from;
   to.setup = found ? *found : last;
   const Setup& n = to.setup;
-  to.title = fmt::format(
-      "{} -> {} GPUs ({})", s.total_gpus(), n.total_gpus(),
-      n.training()
-          ? fmt::format("data parallel {}{}", n.dp(),
-                        add_sharding ? ", ZeRO-3 / FSDP" : "")
-          : fmt::format("tensor parallel {}{}", n.tp,
-                        n.pp > 1 ? fmt::format(", pipeline {}", n.pp) : ""));
+  std::string how;
+  if (n.split_layers) {
+    how = "whole layers per GPU";
+  } else if (n.training()) {
+    how = fmt::format("data parallel {}{}", n.dp(),
+                      add_sharding ? ", ZeRO-3 / FSDP" : "");
+  } else {
+    how = fmt::format("tensor parallel {}{}", n.tp,
+                      n.pp > 1 ? fmt::format(", pipeline {}", n.pp) : "");
+  }
+  to.title =
+      fmt::format("{} -> {} GPUs ({})", s.total_gpus(), n.total_gpus(), how);
   if (n.training()) {
     to.flags = n.nodes > 1
                    ? fmt::format("torchrun --nnodes {} --nproc_per_node {}",
@@ -656,8 +665,11 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
     if (n.pp > 1) {
       to.flags += fmt::format(" --pipeline-parallel-size {}", n.pp);
     }
+  } else if (n.split_layers) {
+    to.flags = R"(device_map="auto" over the GPUs)";
   } else {
-    to.flags = R"(device_map="auto" over the GPUs, or tp_plan="auto")";
+    to.flags = fmt::format(
+        R"(tp_plan="auto" under torchrun --nproc_per_node {})", n.gpus);
   }
   return to;
 }

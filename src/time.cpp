@@ -281,7 +281,9 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   StepTime t;
   const int tp = std::max(setup.tp, 1);
   const int pp = std::max(setup.pp, 1);
-  const int replicas = std::max(setup.total_gpus() / (tp * pp), 1);
+  // --split layers: one process holds all GPUs (transformers device_map).
+  const int replicas =
+      setup.split_layers ? 1 : std::max(setup.total_gpus() / (tp * pp), 1);
   const double batch = static_cast<double>(setup.batch);
   const double seq = static_cast<double>(setup.seq);
   const std::int64_t layers = model.num_layers + model.num_decoder_layers;
