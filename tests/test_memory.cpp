@@ -398,3 +398,24 @@ TEST_CASE("memory: bitsandbytes 4-bit prefill dequantizes one MLP matrix",
   CHECK(nf4.bytes_of("activations") - plain == 90'177'536);
   CHECK(nf4.bytes_of("weights") < plan(m, a100(), Setup{}).bytes_of("weights"));
 }
+
+TEST_CASE("memory: sliding-window layers hold at most the window", "[memory]") {
+  const Model& m = find_model(test::catalog(), "gpt-oss-20b");
+  Setup s;
+  s.tp = 1;
+  // 24 layers alternate sliding (128 tokens) and full attention; one layer
+  // holds 2 x 8 KV heads x 64 x 2 B = 2,048 B per token.
+  CHECK(kv_bytes_per_token(m, s, 0, 24) == 49'152);
+  // seq 8192: (12 x 8192 + 12 x 128) x 2,048 = 204,472,320
+  CHECK(kv_cache_bytes(m, s, 0, 24, 1, 8192) == 204'472'320);
+  // below the window every layer holds every token: 100 x 49,152
+  CHECK(kv_cache_bytes(m, s, 0, 24, 1, 100) == 4'915'200);
+}
+
+TEST_CASE("memory: MLA caches the latent, not the heads", "[memory]") {
+  const Model& m = find_model(test::catalog(), "deepseek-v3");
+  Setup s;
+  s.tp = 8;
+  // 61 layers x (512 + 64) x 2 B = 70,272 B per token, the same on every GPU
+  CHECK(kv_bytes_per_token(m, s, 0, 61) == 70'272);
+}
