@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace oomplan::cli {
@@ -609,6 +610,49 @@ std::vector<int> sizing_counts() {
   return counts;
 }
 
+// The setups tried for `count` GPUs without --gpus: up to 8 on one node,
+// then whole nodes of 8. Inference the user left to the defaults takes the
+// largest tensor-parallel size the attention heads allow within a node and
+// pipelines the rest (vLLM's multi-node recipe: tp within, pp across nodes);
+// anything else keeps the user's layout.
+std::vector<Setup> sizing_layouts(const Setup& base, int count) {
+  Setup setup = base;
+  setup.gpus = std::min(count, k_gpus_per_node);
+  setup.nodes = count / setup.gpus;
+  if (setup.training() || setup.tp != 0 || setup.pp != 1 ||
+      setup.split_layers) {
+    return {setup};
+  }
+  std::vector<Setup> layouts;
+  for (int tp = setup.gpus; tp >= 1; tp /= 2) {
+    Setup layout = setup;
+    layout.tp = tp;
+    layout.pp = count / tp;
+    layouts.push_back(layout);
+  }
+  return layouts;
+}
+
+// Prices the first valid layout for `count` GPUs; nullopt when none is valid
+// (the first reason is kept in `first_error`).
+std::optional<std::pair<Setup, Budget>> price_sizing(
+    const Model& model, const Gpu& gpu, const Setup& base, int count,
+    std::optional<Error>& first_error) {
+  for (const Setup& setup : sizing_layouts(base, count)) {
+    try {
+      const Setup resolved = resolve_setup(model, setup);
+      check_parallel_sizes(setup, resolved);
+      validate_setup(model, gpu, resolved);
+      return std::make_pair(resolved, memory(model, gpu, resolved));
+    } catch (const Error& e) {
+      if (!first_error) {
+        first_error = e;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 int run_sizing(const Catalog& catalog, const Model& model,
                const PlanOptions& options, const Setup& base, Format format,
                Runtime& rt) {
@@ -627,38 +671,18 @@ int run_sizing(const Catalog& catalog, const Model& model,
     SizingRow row;
     row.gpu = &gpu;
     for (const int count : sizing_counts()) {
-      Setup setup = base;
-      if (count <= k_gpus_per_node) {
-        setup.gpus = count;
-        setup.nodes = 1;
-      } else {
-        // Beyond one node: 8 GPUs per node; inference spans nodes with
-        // pipeline stages (vLLM's multi-node recipe: tp within, pp across).
-        setup.gpus = k_gpus_per_node;
-        setup.nodes = count / k_gpus_per_node;
-        if (!setup.training() && setup.tp == 0 && setup.pp == 1 &&
-            !setup.split_layers) {
-          setup.pp = setup.nodes;
-        }
+      const auto priced = price_sizing(model, gpu, base, count, first_error);
+      if (!priced) {
+        continue;
       }
-      try {
-        const Setup resolved = resolve_setup(model, setup);
-        check_parallel_sizes(setup, resolved);
-        validate_setup(model, gpu, resolved);
-        any_valid = true;
-        const Budget budget = memory(model, gpu, resolved);
-        row.setup = resolved;
-        row.total_bytes = budget.total_bytes();
-        row.usable_bytes = budget.usable_bytes;
-        row.fits = budget.fits();
-        if (row.fits) {
-          row.count = count;
-          break;
-        }
-      } catch (const Error& e) {
-        if (!first_error) {
-          first_error = e;
-        }
+      any_valid = true;
+      row.setup = priced->first;
+      row.total_bytes = priced->second.total_bytes();
+      row.usable_bytes = priced->second.usable_bytes;
+      row.fits = priced->second.fits();
+      if (row.fits) {
+        row.count = count;
+        break;
       }
     }
     any_fits = any_fits || row.fits;
