@@ -590,9 +590,12 @@ StageResult train_stage(const Model& model, const Setup& setup,
     // DeepSpeed ZeRO-1/2 reduce buckets, double-buffered (contiguous
     // gradients ipg_buffer), at the HF "auto" size hidden^2.
     buffers += 2.0 * dm.h * dm.h * g_elem;
-  } else if (zero == 0 && dp > 1 && full) {
+  } else if (zero == 0 && dp > 1 && full &&
+             setup.precision == Precision::pure) {
     // DDP's Reducer keeps flat bucket copies of every gradient unless
-    // gradient_as_bucket_view=True (the default is False).
+    // gradient_as_bucket_view=True (the default is False). Mixed-precision
+    // frameworks reduce from their persistent flat gradient buffer instead
+    // (Megatron's grad buffer is its bucket), counted in the timeline below.
     buffers += g_full;
   }
   // QLoRA: each NF4 matmul dequantizes its weight to the dtype first
