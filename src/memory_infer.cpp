@@ -124,17 +124,17 @@ Bytes hf_prefill_activations(const Model& m, const Setup& s) {
   // Residual stream, normed input and the layer output (LlamaDecoderLayer).
   const double hidden = 3.0 * t * h * d;
 
-  // q, k, v projections and the attention output; eager and sdpa expand K/V
-  // to every query head (repeat_kv in modeling_llama), flash does not.
+  // q, k, v projections and the attention output; eager expands K/V to every
+  // query head (repeat_kv in modeling_llama). sdpa passes enable_gqa instead
+  // when no padding mask is needed (sdpa_attention.py use_gqa_in_sdpa) and
+  // flash reads the KV heads directly.
   double attention = t * (2.0 * heads + 2.0 * kvh) * qk_dim * d;
-  if (s.attn != Attn::flash) {
-    attention += 2.0 * t * heads * qk_dim * d;
-  }
   if (s.attn == Attn::eager) {
-    // eager_attention_forward: scores b x heads x s^2 in dtype, the mask
-    // added in place of a copy, softmax upcast to fp32 and cast back while
-    // the input is still referenced: 2 x dtype + 4 B per score, plus the
-    // materialised 4D causal mask b x s^2 in dtype.
+    attention += 2.0 * t * heads * qk_dim * d;
+    // eager_attention_forward: q.k^T scores b x heads x s^2 in dtype; the
+    // masked copy, the fp32 softmax and its cast back each allocate while the
+    // previous tensor is still referenced, so the peak holds 2 x dtype + 4 B
+    // per score, plus the 4D causal mask b x s^2 in dtype.
     attention += b * heads * seq * seq * (2.0 * d + 4.0) + b * seq * seq * d;
   }
 
