@@ -722,15 +722,24 @@ std::optional<Step> offload(const Step& from, Offload where) {
   Step to = from;
   to.setup.offload = where;
   if (s.training()) {
+    // DeepSpeed offloads only under ZeRO (stage 2 keeps the weights whole,
+    // stage 3 is needed for offload_param).
+    const int stage =
+        where == Offload::optimizer ? std::max(2, s.zero_stage()) : 3;
     if (where == Offload::optimizer) {
       to.title = "offload optimizer states to CPU RAM (ZeRO-Offload)";
-      to.flags =
-          R"(DeepSpeed: "offload_optimizer": {"device": "cpu", "pin_memory": true})";
+      to.flags = fmt::format(
+          R"(DeepSpeed: "zero_optimization": {{"stage": {}, )"
+          R"("offload_optimizer": {{"device": "cpu", "pin_memory": true}}}})",
+          stage);
     } else {
       to.title = "offload weights and optimizer states to CPU RAM";
       to.flags =
-          R"(DeepSpeed stage 3: "offload_param" + "offload_optimizer" {"device": "cpu"}; )"
-          R"(FSDP: --fsdp "full_shard auto_wrap offload")";
+          fmt::format(R"(DeepSpeed: "zero_optimization": {{"stage": {}, )"
+                      R"("offload_param": {{"device": "cpu"}}, )"
+                      R"("offload_optimizer": {{"device": "cpu"}}}}; )"
+                      R"(FSDP: --fsdp "full_shard auto_wrap offload")",
+                      stage);
     }
   } else {
     to.title = "offload weights to CPU RAM (streamed every step)";
