@@ -32,6 +32,19 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+std::string_view trim(std::string_view s) {
+  const auto space = [](char ch) {
+    return std::isspace(static_cast<unsigned char>(ch)) != 0;
+  };
+  while (!s.empty() && space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && space(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && lower(a) == lower(b);
 }
@@ -592,7 +605,9 @@ const Gpu& find_gpu(const Catalog& catalog, std::string_view name) {
                          name));
 }
 
-GpuSpec parse_gpu_spec(const Catalog& catalog, std::string_view spec) {
+GpuSpec parse_gpu_spec(const Catalog& catalog, std::string_view spec_in) {
+  // "4 x A100-80" and a pasted " 8xH100 " mean what they say.
+  const std::string_view spec = trim(spec_in);
   if (spec.empty()) {
     throw Error("empty --gpus; expected NxNAME, e.g. 4xA100-80");
   }
@@ -607,8 +622,8 @@ GpuSpec parse_gpu_spec(const Catalog& catalog, std::string_view spec) {
   if (x == std::string_view::npos || x == 0) {
     find_gpu(catalog, spec);  // throws with a suggestion
   }
-  const std::string_view count_text = spec.substr(0, x);
-  const std::string_view name = spec.substr(x + 1);
+  const std::string_view count_text = trim(spec.substr(0, x));
+  const std::string_view name = trim(spec.substr(x + 1));
   const bool numeric =
       std::all_of(count_text.begin(), count_text.end(), [](char ch) {
         return std::isdigit(static_cast<unsigned char>(ch)) != 0 || ch == '-' ||

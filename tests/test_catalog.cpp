@@ -417,6 +417,11 @@ TEST_CASE("catalog: GPU specs resolve counts, names and instances",
   check("p5.48xlarge", "H100-80", 8);
   check("g5.12xlarge", "A10G", 4);
   check("g6e.12xlarge", "L40S", 4);
+  check(" 4 x A100-80 ", "A100-80", 4);
+  // Device names as nvidia-smi and torch.cuda.get_device_name() print them.
+  check("8xNVIDIA H100 80GB HBM3", "H100-80", 8);
+  check("Tesla T4", "T4", 1);
+  check("2xNVIDIA GeForce RTX 4090", "RTX4090", 2);
 }
 
 TEST_CASE("catalog: bad GPU counts are rejected with a message", "[catalog]") {
