@@ -320,10 +320,15 @@ Bytes vllm_activation(const Model& m, const Setup& s, const Range& r) {
   // temporaries (the fp32 logits, and the top-k/top-p sort's values and int64
   // indices, v1/sample/ops/topk_topp_sampler.py), calibrated on the v0.19
   // logs (Llama 3.1 bf16 and fp32, Qwen3, Gemma 3); the forward's hidden
-  // states stay referenced meanwhile.
+  // states stay referenced meanwhile. The V0 sampler (model_executor/layers/
+  // sampler.py) holds far more at its peak in _apply_top_k_top_p: fp32
+  // logits, sorted values and int64 indices, softmax, cumsum, the int64
+  // inverse permutation and the gathered result, ~37 B per element (1.26 GiB
+  // for Llama-3-8B at 256 sequences, vllm-project/vllm#10511).
   const double rows = dbl(std::min(s.max_num_seqs, s.max_num_batched_tokens));
+  const double per_element = s.vllm_version == VllmEra::v0 ? 37.0 : 13.0;
   const double sampler =
-      t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + 13.0);
+      t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + per_element);
   return saturated_bytes(std::max(forward, sampler));
 }
 

@@ -296,3 +296,27 @@ TEST_CASE("vllm: every catalog model keeps the profile identity", "[vllm]") {
     }
   }
 }
+
+TEST_CASE("vllm: the V0 profile of Llama-3-8B matches vllm-project/vllm#10511",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3-8b");
+  const Gpu& g = find_gpu(cat, "H100");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.vllm_version = VllmEra::v0;
+  s.max_model_len = 8192;  // the model's context; V0 batches 8192 tokens
+  const Budget b = memory(m, g, resolve_setup(m, s));
+  const VllmProfile& p = *b.vllm;
+  // "model weights take 14.96GiB; non_torch_memory 1.79GiB; PyTorch
+  // activation peak memory 1.26GiB; available_kv_cache_memory 53.29GiB"
+  // at gpu_memory_utilization 0.90 of 79.22 GiB.
+  CHECK(static_cast<double>(p.weights_bytes) ==
+        Approx(gib(14.96)).epsilon(0.03));
+  CHECK(static_cast<double>(p.activation_peak_bytes) ==
+        Approx(gib(1.26)).epsilon(0.25));
+  CHECK(static_cast<double>(p.non_torch_bytes) ==
+        Approx(gib(1.79)).epsilon(0.3));
+  CHECK(static_cast<double>(p.kv_cache_bytes) ==
+        Approx(gib(53.29)).epsilon(0.1));
+}
