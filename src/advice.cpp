@@ -1010,11 +1010,11 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
                              *priced, base_total, base_time));
   }
 
-  // The smallest combination that fits, when no single fix does or only
+  // The smallest combinations that fit, when no single fix does or only
   // dearer ones do: pairs, then triples, then quadruples of applicable fixes
-  // (no two of one group), cheaper in its worst member than any fitting single
-  // fix. Shorter sequences join only when nothing else works: they change the
-  // task.
+  // (no two of one group), cheaper in their dearest member than any fitting
+  // single fix; one per cost class. Shorter sequences join only when nothing
+  // else works: they change the task.
   int cheapest_fitting = static_cast<int>(CostClass::offload) + 1;
   for (const Fix& f : fixes) {
     if (f.fits) {
@@ -1023,7 +1023,10 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     }
   }
   if (!base_fits && applicable.size() >= 2) {
-    std::optional<std::pair<ComboScore, Fix>> best;
+    // The best combination for each cost class of its dearest member, so the
+    // list shows e.g. both "QLoRA + ..." and "more GPUs + ...".
+    constexpr std::size_t k_classes = 5;
+    std::array<std::optional<std::pair<ComboScore, Fix>>, k_classes> best;
     std::vector<std::size_t> chosen;
     bool allow_seq = false;
     auto consider = [&]() {
@@ -1039,9 +1042,10 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
       }
       score.worst = static_cast<int>(worst);
       score.size = chosen.size();
+      auto& slot = best.at(static_cast<std::size_t>(worst));
       if (score.worst >= cheapest_fitting ||
-          (best && best->first.worst < score.worst)) {
-        return;
+          (slot && slot->first.size < score.size)) {
+        return;  // a single fix or a smaller combination already does it
       }
       const auto step = apply_all(c, start, chosen);
       if (!step) {
@@ -1053,8 +1057,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
       }
       score.saves = base_total - priced->budget.total_bytes();
       score.gpus = priced->setup.total_gpus();
-      if (!best || score < best->first) {
-        best.emplace(score, make_fix(c, "combination", worst, *step, *priced,
+      if (!slot || score < slot->first) {
+        slot.emplace(score, make_fix(c, "combination", worst, *step, *priced,
                                      base_total, base_time));
       }
     };
@@ -1085,12 +1089,15 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
       for (std::size_t size = 2; size <= 4; ++size) {
         grow(grow, 0, size);
       }
-      if (best) {
+      if (std::any_of(best.begin(), best.end(),
+                      [](const auto& b) { return b.has_value(); })) {
         break;
       }
     }
-    if (best) {
-      fixes.push_back(best->second);
+    for (auto& b : best) {
+      if (b) {
+        fixes.push_back(std::move(b->second));
+      }
     }
   }
   std::sort(fixes.begin(), fixes.end(), better);
