@@ -877,10 +877,32 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
     budget.warnings |= static_cast<unsigned>(Warning::host_memory);
   }
 
+  // Conditions the report explains (the same tests as inference, plus
+  // sharded data parallelism over PCIe).
+  const int cc = gpu.compute_capability;
+  if (setup.attn == Attn::eager) {
+    budget.warnings |= static_cast<unsigned>(Warning::eager_attention_s2);
+  }
+  if (model.max_position_embeddings > 0 &&
+      setup.seq > model.max_position_embeddings) {
+    budget.warnings |= static_cast<unsigned>(Warning::seq_beyond_context);
+  }
+  const bool sharded_dp = setup.dp() > 1 && setup.zero_stage() >= 1;
+  if ((setup.tp > 1 || setup.pp > 1 || sharded_dp) && gpu.nvlink_gb_s <= 0) {
+    budget.warnings |= static_cast<unsigned>(Warning::no_nvlink);
+  }
+  if (setup.attn == Attn::flash && cc > 0 && cc < 80) {
+    budget.warnings |= static_cast<unsigned>(Warning::flash_unsupported);
+  }
+
   budget.peak.allocated_bytes = allocated;
   budget.peak.reserved_bytes = allocated + fragmentation;
   budget.peak.device_bytes = budget.total_bytes();
   budget.peak.phase = worst.phase;
+  if (budget.fits() && static_cast<double>(budget.headroom_bytes()) <
+                           0.05 * static_cast<double>(budget.capacity_bytes)) {
+    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
+  }
 }
 
 }  // namespace oomplan
