@@ -193,6 +193,15 @@ Bytes weight_bytes(const Model& model, const Setup& setup,
   }
   if (setup.engine == Engine::vllm) {
     bytes += rope_cache_bytes(m, dtype);
+    if (m.kv_lora_rank > 0 && quant != Quant::none) {
+      // MLA with a quantized kv_b_proj: vLLM dequantizes it once into
+      // W_UK_T and W_UV in dtype (mla attention
+      // process_weights_after_loading), kv_lora x heads/tp x (nope + v)
+      // per layer, next to the quantized original.
+      bytes += n * static_cast<double>(m.kv_lora_rank) *
+               static_cast<double>(m.num_heads) / tp *
+               static_cast<double>(m.qk_nope_head_dim + m.v_head_dim) * dtype;
+    }
   }
   return saturated_bytes(bytes);
 }
