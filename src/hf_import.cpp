@@ -478,6 +478,30 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     } else {
       m.qk_norm = true;
     }
+  } else if (type == "gemma") {
+    // GemmaConfig (Gemma 1): head_dim 256, GeGLU, tied embeddings.
+    read_llama_like(root, m, 256, true);
+  } else if (type == "granite") {
+    // GraniteConfig: the Llama layout; its multipliers scale activations,
+    // not parameters.
+    read_llama_like(root, m, 0, false);
+  } else if (type == "gpt_neox") {
+    // GPTNeoXConfig (Pythia, GPT-NeoX-20B): fused qkv and dense with bias,
+    // GELU MLP with bias, two LayerNorms per layer, untied embed_out.
+    m.hidden_size = root.need({"hidden_size"});
+    m.num_layers = root.need({"num_hidden_layers"});
+    m.num_heads = root.need({"num_attention_heads"});
+    m.num_kv_heads = m.num_heads;
+    m.head_dim = m.hidden_size / m.num_heads;
+    m.intermediate_size = root.need({"intermediate_size"});
+    m.vocab_size = root.need({"vocab_size"});
+    m.max_position_embeddings = root.get({"max_position_embeddings"}, 2048);
+    m.tie_word_embeddings = root.flag("tie_word_embeddings", false);
+    m.mlp = MlpKind::plain;
+    m.norm = NormKind::layer_norm;
+    m.parallel_block = root.flag("use_parallel_residual", true);
+    m.qkv_bias = m.o_bias = root.flag("attention_bias", true);
+    m.mlp_bias = true;
   } else if (type == "gemma2") {
     // Gemma2Config: head_dim 256, sliding_window 4096 on even layers, four
     // norms per layer, tied embeddings.
@@ -678,10 +702,11 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
   } else {
     root.fail("model_type",
               fmt::format("unsupported '{}'; supported: llama, mistral, "
-                          "mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
+                          "mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, "
                           "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
-                          "falcon, deepseek_v2, deepseek_v3, gpt_oss, gpt2, "
-                          "bloom, llama4, mllama, mistral3, t5",
+                          "falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, "
+                          "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
+                          "t5",
                           type));
   }
 

@@ -227,9 +227,10 @@ TEST_CASE("hf: the safetensors index gives the exact checkpoint size", "[hf]") {
 TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
   CHECK(import_error(R"({"model_type": "rwkv", "hidden_size": 1})") ==
         "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
-        "mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, "
-        "gemma3_text, phi, phi3, cohere, falcon, deepseek_v2, deepseek_v3, "
-        "gpt_oss, gpt2, bloom, llama4, mllama, mistral3, t5");
+        "mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, "
+        "gemma3, gemma3_text, phi, phi3, cohere, falcon, granite, deepseek_v2, "
+        "deepseek_v3, gpt_oss, gpt2, gpt_neox, bloom, llama4, mllama, "
+        "mistral3, t5");
   CHECK(import_error(R"({"hidden_size": 1})") ==
         "my/config.json: model_type: missing");
   CHECK(import_error(R"({"model_type": "llama", "num_hidden_layers": 2})") ==
@@ -302,4 +303,40 @@ TEST_CASE("hf: Falcon-7B is multi-query with one LayerNorm per block", "[hf]") {
   CHECK(m.num_kv_heads == 1);
   CHECK(m.norms_per_layer == 1);
   CHECK(total(m) == 6'921'720'704);
+}
+
+TEST_CASE("hf: Gemma 1 defaults to head_dim 256 and tied embeddings", "[hf]") {
+  // google/gemma-2b: 18 x (2·2048² + 2·2048·256 + 3·2048·16384 + 2·2048) +
+  // 256000·2048 + 2048 = 2,506,172,416 (published 2.51B); gemma-7b:
+  // 28 x (2·3072·4096 + 2·3072·4096 + 3·3072·24576 + 2·3072) + 256000·3072 +
+  // 3072 = 8,537,680,896 (published 8.54B).
+  const Model small = import_hf_config(
+      R"({"model_type": "gemma", "hidden_size": 2048, "num_hidden_layers": 18,
+          "num_attention_heads": 8, "num_key_value_heads": 1,
+          "intermediate_size": 16384, "vocab_size": 256000})",
+      "gemma-2b/config.json");
+  CHECK(small.head_dim == 256);
+  CHECK(small.tie_word_embeddings);
+  CHECK(total(small) == 2'506'172'416);
+  const Model big = import_hf_config(
+      R"({"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 28,
+          "num_attention_heads": 16, "num_key_value_heads": 16,
+          "head_dim": 256, "intermediate_size": 24576,
+          "vocab_size": 256000})",
+      "gemma-7b/config.json");
+  CHECK(total(big) == 8'537'680'896);
+}
+
+TEST_CASE("hf: GPT-NeoX counts biases, two LayerNorms and embed_out", "[hf]") {
+  // EleutherAI/pythia-6.9b: 32 x (4·4096² + 4·4096 + 2·4096·16384 + 16384 +
+  // 4096 + 2 LayerNorms 4·4096) + 2·50432·4096 + 8192 = 6,857,302,016 (the
+  // Pythia paper's exact count).
+  const Model m = import_hf_config(
+      R"({"model_type": "gpt_neox", "hidden_size": 4096,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "intermediate_size": 16384, "vocab_size": 50432,
+          "use_parallel_residual": true, "tie_word_embeddings": false})",
+      "pythia-6.9b/config.json");
+  CHECK(m.parallel_block);
+  CHECK(total(m) == 6'857'302'016);
 }
