@@ -1,9 +1,10 @@
 #pragma once
 
-// Advice: each fix is a transformation Setup -> Setup with a cost; memory()
-// re-prices it. Fixes are ranked: those that make the plan fit first, then by
-// cost class (free knobs, compute, accuracy, hardware, offload last), then by
-// saving.
+// Advice: each fix is a transformation Setup -> Setup (and maybe the GPU)
+// with a cost; resolve_setup + validate_setup + memory() re-price it. Fixes
+// are ranked: those that make the plan fit first, then by cost class (free
+// knobs, compute, accuracy, hardware, offload last), then by saving.
+// estimate_time is the time and cost model both advice and search use.
 
 #include "oomplan/gpu.hpp"
 #include "oomplan/memory.hpp"
@@ -42,25 +43,40 @@ struct StepTime {
 // REQUIRES: `setup` resolved and validated. Pure: never calls memory().
 StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup);
 
+// Fix ids, one per transformation in advice.cpp's table: free knobs
+// "half-precision", "flash-attention", "chunked-loss", "optimizer-in-bwd",
+// "expandable-segments", "reduce-batch", "shorter-seq", "max-model-len",
+// "gpu-util"; compute "checkpointing-selective", "checkpointing-full",
+// "activation-offload", "zero-stage", "pipeline-parallel"; accuracy
+// "fp8-kv-cache", "optimizer-8bit", "pure-bf16", "quantize-int8",
+// "quantize-fp8", "quantize-4bit", "lora", "qlora"; hardware "more-gpus",
+// "bigger-gpu"; offload "offload-optimizer", "cpu-offload"; and
+// "combination" (several of them at once).
 struct Fix {
-  int rank = 0;
-  std::string id;     // e.g. "reduce-batch", "fp8-kv-cache"
-  std::string title;  // one line for people
-  Setup setup;        // the fixed setup
-  const Gpu* gpu =
-      nullptr;  // the fixed setup's GPU (may change: more or bigger cards)
-  Bytes total_bytes = 0;  // re-priced by memory()
-  bool fits = false;
-  Bytes saves_bytes = 0;  // old total - new total
+  int rank = 0;       // 1 = best
+  std::string id;     // see above
+  std::string title;  // one line for people, e.g. "ZeRO stage 0 -> 3 (...)"
+  Setup setup;        // the fixed setup, resolved and validated
+  const Gpu* gpu = nullptr;  // its GPU (another card for "bigger-gpu"); points
+                             // into advise()'s `gpu` or `gpus`
+  Bytes total_bytes = 0;     // memory(model, *gpu, setup).total_bytes()
+  bool fits = false;         // memory(...).fits()
+  Bytes saves_bytes = 0;     // the original total - total_bytes
   CostClass cost_class = CostClass::free;
-  std::string cost;          // e.g. "+33 % step time", "4 more GPUs ($12.40/h)"
-  double step_factor = 1.0;  // new step time / old
-  std::string engine_flags;  // matching vLLM / DeepSpeed / FSDP launch flags,
-                             // may be empty
+  std::string cost;  // in words: time, GPUs, host RAM, then what it changes
+                     // for the user, e.g. "+33 % time per token"
+  double step_factor = 1.0;  // new time per token / old (estimate_time)
+  std::string engine_flags;  // matching vLLM / DeepSpeed / FSDP /
+                             // transformers launch flags; may be empty
 };
 
-// Ranked fixes for `setup` on `gpu` (the first ones fit), plus the smallest
-// combination that fits when no single fix does (id "combination").
+// Ranked fixes for `setup` (resolved and validated) on `gpu`: those that fit
+// first, then by cost class, then by saving, then by id. Each lowers the
+// total or makes the plan fit; fixes that do not apply or change nothing are
+// left out. When no single fix fits (or only dearer ones do), the smallest
+// combination that fits is added for each cost class (id "combination").
+// `gpus` are the cards "bigger-gpu" may propose (same vendor, common ones).
+// A vLLM plan that starts gets no fixes. Deterministic.
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
                         const std::vector<Gpu>& gpus);
 
