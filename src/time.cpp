@@ -132,8 +132,12 @@ double attention_flops_per_token(const Model& model, double seq) {
                            ? static_cast<double>(model.v_head_dim)
                            : static_cast<double>(model.head_dim);
   double total = 0;
-  for (std::int64_t layer = 0; layer < layers; ++layer) {
-    total += average_context(model, layer, seq);
+  if (model.sliding_window <= 0) {
+    total = static_cast<double>(layers) * seq / 2;  // all global (fast path)
+  } else {
+    for (std::int64_t layer = 0; layer < layers; ++layer) {
+      total += average_context(model, layer, seq);
+    }
   }
   return 2 * static_cast<double>(model.num_heads) * (qk_dim + v_dim) * total;
 }
