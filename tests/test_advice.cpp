@@ -507,3 +507,56 @@ TEST_CASE("advice: every catalog model gets fixes that memory() reproduces",
     }
   }
 }
+
+TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
+          "[advice]") {
+  const auto& cat = test::catalog();
+  const auto& gpus = cat.gpus;
+  auto find = [](const std::vector<Fix>& fixes, std::string_view id) {
+    return std::find_if(fixes.begin(), fixes.end(),
+                        [id](const Fix& f) { return f.id == id; });
+  };
+  SECTION("free memory below gpu-util x capacity: lower gpu-util") {
+    // gpu_memory_utilization 1.0 asks for the whole card, which the CUDA
+    // context already holds part of.
+    const Planned p =
+        plan_case({"llama3-8b", "1xRTX4090",
+                   Setup{.engine = Engine::vllm, .gpu_util = 1.0}});
+    REQUIRE_FALSE(p.budget.fits());
+    const auto fixes = advise(*p.model, *p.gpu, p.setup, gpus);
+    const auto util = find(fixes, "gpu-util");
+    REQUIRE(util != fixes.end());
+    CHECK(util->fits);
+    CHECK(util->setup.gpu_util < 1.0);
+    CHECK(util->cost_class == CostClass::free);
+    CHECK_THAT(util->engine_flags,
+               Catch::StartsWith("--gpu-memory-utilization 0.9"));
+  }
+  SECTION("KV cache short of one max-model-len request (seed 000)") {
+    const Planned p =
+        plan_case({"llama-3.1-70b", "4xL40S",
+                   Setup{.engine = Engine::vllm, .max_model_len = 131072}});
+    REQUIRE_FALSE(p.budget.fits());
+    const auto fixes = advise(*p.model, *p.gpu, p.setup, gpus);
+    REQUIRE_FALSE(fixes.empty());
+    // The free knob comes first: the largest max-model-len that fits.
+    CHECK(fixes.front().id == "max-model-len");
+    CHECK(fixes.front().fits);
+    CHECK(fixes.front().setup.max_model_len < 131072);
+    CHECK(fixes.front().setup.max_model_len % 256 == 0);
+    CHECK_THAT(fixes.front().engine_flags,
+               Catch::StartsWith("--max-model-len "));
+    // A slightly longer context no longer fits: the search found the edge.
+    Setup longer = fixes.front().setup;
+    longer.max_model_len += 256;
+    CHECK_FALSE(memory(*p.model, *p.gpu, longer).fits());
+    const auto kv = find(fixes, "fp8-kv-cache");
+    REQUIRE(kv != fixes.end());
+    CHECK(kv->fits);
+    CHECK(kv->engine_flags == "--kv-cache-dtype fp8");
+    const auto more = find(fixes, "more-gpus");
+    REQUIRE(more != fixes.end());
+    CHECK(more->engine_flags == "--tensor-parallel-size 8");
+    CHECK(more->rank > kv->rank);
+  }
+}
