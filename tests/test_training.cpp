@@ -549,3 +549,79 @@ TEST_CASE("training: published training peaks are within their tolerance",
     CHECK(std::abs(predicted - expected) <= tolerance);
   }
 }
+
+TEST_CASE("training: gradient accumulation keeps gradients through forward",
+          "[training]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::full,
+          .seq = 2048,
+          .batch = 4,
+          .checkpointing = Checkpointing::none,
+          .precision = Precision::pure};
+  const Budget one = plan(m, g, s);
+  s.grad_accum = 4;
+  const Budget four = plan(m, g, s);
+  // pure bf16 frees gradients after each step (set_to_none); with
+  // accumulation the 2 B x 6,738,415,616 buffer lives through the next
+  // micro-batch's forward and backward.
+  CHECK(one.peak.phase == Phase::backward);
+  CHECK(four.bytes_of("gradients") == 2 * 6'738'415'616);
+  CHECK(four.peak.allocated_bytes > one.peak.allocated_bytes);
+}
+
+TEST_CASE("training: warnings name eager scores, PCIe sharding and offload",
+          "[training]") {
+  const Model m = llama2_7b();
+  Gpu pcie = card("RTX4090", 23.99);
+  pcie.nvlink_gb_s = 0;
+  pcie.compute_capability = 89;
+  const Budget b = plan(m, pcie,
+                        {.gpus = 4,
+                         .mode = Mode::qlora,
+                         .seq = 8192,
+                         .fsdp = true,
+                         .offload = Offload::all,
+                         .attn = Attn::eager});
+  CHECK(b.has(Warning::eager_attention_s2));
+  CHECK(b.has(Warning::no_nvlink));
+  CHECK(b.has(Warning::seq_beyond_context));
+  CHECK(b.has(Warning::host_memory));
+  CHECK_FALSE(b.has(Warning::paged_unified_memory));
+}
+
+TEST_CASE("training: sequence parallelism divides the replicated terms",
+          "[training]") {
+  const Model m = llama3_70b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.gpus = 8,
+          .mode = Mode::full,
+          .seq = 8192,
+          .tp = 8,
+          .zero = 1,
+          .checkpointing = Checkpointing::full};
+  const Budget tp = plan(m, g, s);
+  s.sequence_parallel = true;
+  const Budget sp = plan(m, g, s);
+  CHECK(sp.bytes_of("activations") < tp.bytes_of("activations"));
+  // Checkpointed layer inputs: 80 x 8192 x 8192 x 2 B, split 8 ways with SP.
+  CHECK(sp.bytes_of("activations") <
+        80LL * 8192 * 8192 * 2 / 8 + 4'000'000'000);
+}
+
+TEST_CASE("training: MoE LoRA puts MLP adapters on every expert",
+          "[training]") {
+  Model m = llama2_7b();
+  m.name = "toy-moe";
+  m.num_experts = 8;
+  m.experts_per_tok = 2;
+  m.moe_intermediate_size = 11008;
+  const Gpu g = card("H100", 79.19);
+  const Setup s{.mode = Mode::lora,
+                .seq = 512,
+                .lora_rank = 8,
+                .lora_targets = k_lora_down};
+  // down_proj adapters: 32 layers x 8 experts x 8 x (11008 + 4096)
+  // = 30,932,992 fp32 parameters with 8 B of AdamW states each.
+  CHECK(plan(m, g, s).bytes_of("optimizer") == 8 * 30'932'992);
+}
