@@ -99,7 +99,9 @@ struct FixKind {
 
 std::optional<Step> reduce_batch(const Ctx& c, const Step& from) {
   const Setup& s = from.setup;
-  if (s.batch <= 1) {
+  // Optimizer-in-backward steps every micro-batch: no gradient accumulation
+  // to keep the global batch with.
+  if (s.batch <= 1 || (s.training() && s.optimizer_in_bwd)) {
     return std::nullopt;
   }
   // Training keeps the global batch: divisors of the micro-batch, grad-accum
@@ -523,7 +525,11 @@ std::optional<Step> quantize_int8(const Ctx& /*c*/, const Step& from) {
 }
 
 std::optional<Step> quantize_fp8(const Ctx& /*c*/, const Step& from) {
-  if (from.gpu->compute_capability < 80) {
+  // vLLM runs fp8 checkpoints weight-only (Marlin) from Ampere on;
+  // transformers' fp8 kernels (FBGEMM) need fp8 tensor cores.
+  const bool vllm = from.setup.engine == Engine::vllm;
+  if (from.gpu->compute_capability < 80 ||
+      (!vllm && from.gpu->fp8_tflops <= 0)) {
     return std::nullopt;
   }
   return quantize(from, Quant::fp8);

@@ -275,7 +275,9 @@ class Search {
       if (!vllm) {
         quants.push_back(Quant::int8);
       }
-      if (gpu.compute_capability >= 80) {
+      // The same rule as the advisor: vLLM's weight-only fp8 from Ampere,
+      // transformers' fp8 only with fp8 tensor cores.
+      if (gpu.compute_capability >= 80 && (vllm || gpu.fp8_tflops > 0)) {
         quants.push_back(Quant::fp8);
       }
       quants.push_back(vllm ? Quant::awq : Quant::nf4);
