@@ -508,8 +508,13 @@ StageResult train_stage(const Model& model, const Setup& setup,
     stored = a_all - scores * layers_here;
     recompute = scores;
   }
-  // 1F1B: stage s holds pp - s micro-batches in flight (the first stage pp).
-  stored *= as_double(pp - stage);
+  // 1F1B: stage s holds pp - s micro-batches in flight (the first stage pp),
+  // fewer when the step has fewer micro-batches (--grad-accum > 1 given).
+  double in_flight = as_double(pp - stage);
+  if (setup.grad_accum > 1) {
+    in_flight = std::min(in_flight, as_double(setup.grad_accum));
+  }
+  stored *= in_flight;
   if (last) {
     // The final norm keeps its input (and upcast) for backward.
     stored += dm.tokens * (norm_saved(model, setup, needs_of(setup), d) + d) *
