@@ -59,7 +59,11 @@ std::vector<Range> split_ranges(const Model& m, const Setup& s) {
   const int n = std::max(1, s.gpus);
   const std::int64_t layers = m.num_layers;
   const Bytes total = weight_bytes(m, s, WeightShare{0, layers, true, true});
-  const Bytes layer = weight_bytes(m, s, WeightShare{0, 1, false, false});
+  // The buffer is the largest layer: the last one is MoE when the first
+  // layers are dense (DeepSeek first_k_dense, Llama 4 interleaving).
+  const Bytes layer = std::max(
+      weight_bytes(m, s, WeightShare{0, 1, false, false}),
+      weight_bytes(m, s, WeightShare{layers - 1, layers, false, false}));
   const Bytes first_extra = weight_bytes(m, s, WeightShare{0, 0, true, false});
   const Bytes budget = total / n + layer;
   std::vector<Range> ranges;
@@ -347,8 +351,10 @@ Bytes vllm_non_torch(const Gpu& gpu, const Setup& s) {
       // (NCCL + custom all-reduce / symmetric-memory buffers).
       return round_bytes((2.0 + 0.04 * s.tp) * gib);
     }
-    // PCIe: no custom all-reduce, plain NCCL rings.
-    return round_bytes(0.25 * gib) + (s.tp == 2 ? 342 * k_mib : 392 * k_mib);
+    // PCIe: no custom all-reduce and no NVLS; NCCL's rings are set up before
+    // the profile's baseline, so vLLM reports about the TP1 figure (0.20 GiB
+    // per worker at TP4 on 24 GB PCIe cards, vllm-project/vllm#14447 logs).
+    return round_bytes(0.25 * gib);
   }
   if (s.pp > 1) {
     // v0.19 logs: 0.07 GiB per worker at PP=4 (context counted before the
