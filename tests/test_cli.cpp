@@ -462,3 +462,31 @@ TEST_CASE("cli: a repeated option takes its last value", "[cli]") {
   CHECK(twice.code == 0);
   CHECK(twice.out == once.out);
 }
+
+TEST_CASE("cli: fit prints oomplan.fit/1 plans whose args reproduce them",
+          "[cli]") {
+  const auto r =
+      run_cli({"fit", "llama3-8b", "--gpus", "A100-80,RTX4090", "--mode",
+               "full", "--seq", "2048", "--top", "3", "--json"});
+  REQUIRE(r.code == 0);
+  const json doc = json::parse(r.out);
+  CHECK(doc["schema"] == "oomplan.fit/1");
+  REQUIRE(!doc["plans"].empty());
+  CHECK(doc["plans"].size() <= 3);
+  for (const auto& plan : doc["plans"]) {
+    INFO(plan["args"].get<std::string>());
+    const std::string gpu = plan["gpu"]["name"].get<std::string>();
+    CHECK((gpu == "A100-80" || gpu == "RTX4090"));
+    auto args = split_args(plan["args"].get<std::string>());
+    args.emplace_back("--json");
+    const auto rerun = run_cli(args);
+    REQUIRE(rerun.code != 2);
+    const json again = json::parse(rerun.out);
+    CHECK(again["total_bytes"] == plan["total_bytes"]);
+    CHECK(again["fits"] == plan["fits"]);
+  }
+  const auto text = run_cli({"fit", "llama3-8b", "--gpus", "A100-80", "--mode",
+                             "full", "--seq", "2048", "--top", "3"});
+  CHECK(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("oomplan llama3-8b --gpus "));
+}
