@@ -132,15 +132,16 @@ void validate_setup(const Model& model, const Gpu& /*gpu*/,
     throw Error("--pp " + std::to_string(pp) + " exceeds the " +
                 std::to_string(layers) + " layers of " + name);
   }
-  const int gpus = setup.total_gpus();
-  if (static_cast<std::int64_t>(tp) * pp > gpus) {
+  const std::int64_t gpus = std::int64_t{setup.gpus} * setup.nodes;
+  const std::int64_t group = std::int64_t{tp} * pp;
+  if (group > gpus) {
     throw Error("--tp " + std::to_string(tp) + " x --pp " + std::to_string(pp) +
-                " needs " + std::to_string(tp * pp) + " GPUs but only " +
+                " needs " + std::to_string(group) + " GPUs but only " +
                 std::to_string(gpus) + " are given");
   }
-  if (gpus % (tp * pp) != 0) {
+  if (gpus % group != 0) {
     throw Error("--tp " + std::to_string(tp) + " x --pp " + std::to_string(pp) +
-                " = " + std::to_string(tp * pp) + " does not divide the " +
+                " = " + std::to_string(group) + " does not divide the " +
                 std::to_string(gpus) +
                 " GPUs (data parallel = GPUs / (tp x pp))");
   }
