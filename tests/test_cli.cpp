@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -208,7 +209,8 @@ TEST_CASE("cli: --catalog adds models from a folder of JSON", "[cli]") {
   entry["id"] = "my-private-7b";
   entry["aliases"] = json::array();
   entry["hf_id"] = "example/my-private-7b";
-  const auto dir = std::filesystem::temp_directory_path() / "oomplan-cli-test";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("oomplan-cli-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   {
     std::ofstream out(dir / "extra.json");
