@@ -141,6 +141,16 @@ class EntryReader {
     return n;
   }
 
+  // An integer >= `min` that fits an int (layer periods, counts of norms).
+  int small_int(std::string_view key, int fallback, int min) {
+    constexpr std::int64_t k_max = 1'000'000;
+    const std::int64_t n = integer(key, fallback, min);
+    if (n > k_max) {
+      fail(key, fmt::format("must be at most {}, but is {}", k_max, n));
+    }
+    return static_cast<int>(n);
+  }
+
   double number(std::string_view key) {
     const json* value = find(key);
     if (value == nullptr) {
@@ -245,7 +255,7 @@ Model read_model(const json& object, std::string_view origin,
   } else if (!norm.empty() && norm != "rms") {
     r.fail("norm", fmt::format("'{}' is not rms or layer_norm", norm));
   }
-  m.norms_per_layer = static_cast<int>(r.integer("norms_per_layer", 2, 1));
+  m.norms_per_layer = r.small_int("norms_per_layer", 2, 1);
   m.parallel_block = r.boolean("parallel_block");
   m.qkv_bias = r.boolean("qkv_bias");
   m.o_bias = r.boolean("o_bias");
@@ -257,7 +267,7 @@ Model read_model(const json& object, std::string_view origin,
   m.lm_head_bias = r.boolean("lm_head_bias");
 
   m.sliding_window = r.integer("sliding_window", 0, 0);
-  m.global_every = static_cast<int>(r.integer("global_every", 0, 0));
+  m.global_every = r.small_int("global_every", 0, 0);
 
   m.num_experts = r.integer("num_experts", 0, 0);
   m.experts_per_tok = r.integer("num_experts_per_tok", 0, 0);
@@ -266,7 +276,7 @@ Model read_model(const json& object, std::string_view origin,
   m.shared_expert_intermediate_size =
       r.integer("shared_expert_intermediate_size", 0, 0);
   m.first_k_dense = r.integer("first_k_dense_replace", 0, 0);
-  m.moe_every = static_cast<int>(r.integer("moe_every", 1, 1));
+  m.moe_every = r.small_int("moe_every", 1, 1);
   m.router_bias = r.boolean("router_bias");
   m.shared_expert_gate = r.boolean("shared_expert_gate");
   if (m.num_experts > 0) {
@@ -328,6 +338,9 @@ Model read_model(const json& object, std::string_view origin,
   m.params_active = r.integer("params_active", 0, 0);
   m.official_params = r.integer("official_params", 0, 0);
   m.checkpoint_bytes = r.integer("checkpoint_bytes", 0, 0);
+  if (approx_params(m) > k_max_params) {
+    r.fail("hidden_size", "these sizes give more than 10^15 parameters");
+  }
   r.string("official_params_source");  // documentation only
   r.strings("sources");                // documentation only
   r.finish();
@@ -342,8 +355,7 @@ Gpu read_gpu(const json& object, std::string_view origin, std::string label) {
   g.aliases = r.strings("aliases");
   g.vendor = r.string("vendor");
   g.arch = r.string("arch");
-  g.compute_capability =
-      static_cast<int>(r.integer("compute_capability", 0, 0));
+  g.compute_capability = r.small_int("compute_capability", 0, 0);
   g.capacity_bytes = r.integer("capacity_bytes", 0, 1, true);
   g.smi_bytes = r.integer("smi_bytes", 0, 0);
   g.capacity_note = r.string("capacity_note");

@@ -169,6 +169,12 @@ int global_every_from_layer_types(const Config& c) {
   return period;
 }
 
+// A layer period from the config as an int (absurd values clamp: the size
+// check at the end rejects such configs anyway).
+int as_period(std::int64_t value) {
+  return static_cast<int>(std::clamp<std::int64_t>(value, 0, 1'000'000));
+}
+
 void set_sliding(Model& m, std::int64_t window, int global_every) {
   if (window <= 0 || global_every == -1) {
     m.sliding_window = 0;
@@ -235,8 +241,7 @@ void read_moe_common(const Config& c, Model& m, std::string_view experts_key) {
 // layers listed in mlp_only_layers are modelled as the first ones, which keeps
 // the totals exact (only pipeline stage splits see the difference).
 void read_qwen_sparse(const Config& c, Model& m) {
-  m.moe_every = static_cast<int>(
-      std::max<std::int64_t>(1, c.get({"decoder_sparse_step"}, 1)));
+  m.moe_every = std::max(1, as_period(c.get({"decoder_sparse_step"}, 1)));
   const json* dense = c.find({"mlp_only_layers"});
   if (dense != nullptr && dense->is_array()) {
     m.first_k_dense = static_cast<std::int64_t>(dense->size());
@@ -532,7 +537,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     m.qk_norm = true;
     int every = global_every_from_layer_types(t);
     if (every == -2) {
-      every = static_cast<int>(
+      every = as_period(
           t.get({"sliding_window_pattern", "_sliding_window_pattern"}, 6));
     }
     set_sliding(m, t.window("sliding_window", 4096), every);
@@ -575,10 +580,10 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     read_moe_common(t, m, "num_local_experts");
     m.moe_intermediate_size = expert_width;
     m.num_shared_experts = 1;
-    m.moe_every = static_cast<int>(
-        std::max<std::int64_t>(1, t.get({"interleave_moe_layer_step"}, 1)));
+    m.moe_every =
+        std::max(1, as_period(t.get({"interleave_moe_layer_step"}, 1)));
     set_sliding(m, t.get({"attention_chunk_size"}, 0),
-                static_cast<int>(t.get({"no_rope_layer_interval"}, 4)));
+                as_period(t.get({"no_rope_layer_interval"}, 4)));
   } else if (type == "mllama") {
     // MllamaTextConfig: a Llama decoder whose cross_attention_layers add
     // q_norm and k_norm (head_dim each) and two gate scalars; embed_tokens
@@ -708,6 +713,12 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
                           "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
                           "t5",
                           type));
+  }
+
+  if (approx_params(m) > k_max_params) {
+    throw Error(fmt::format(
+        "{}: the sizes in this config give more than 10^15 parameters",
+        origin));
   }
 
   // Checkpoint format: quantization_config, else torch_dtype (dtype in

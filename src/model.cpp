@@ -1,5 +1,7 @@
 #include "oomplan/model.hpp"
 
+#include <algorithm>
+
 // Parameter arithmetic. Every count is exact: it reproduces the tensor shapes
 // of the Hugging Face transformers modeling files (named per term below) and
 // matches the published safetensors sizes in catalog_facts.md §1d/§1e.
@@ -203,6 +205,35 @@ std::int64_t layer_params(const Model& model, std::int64_t layer) {
     return layer_counts(m, false, cross).total() + bias;
   }
   return layer_counts(m, is_moe_layer(m, layer), false).total();
+}
+
+double approx_params(const Model& model) {
+  const Model& m = model;
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden_size);
+  const double qk =
+      d(std::max(m.head_dim, m.qk_nope_head_dim + m.qk_rope_head_dim));
+  const double v = d(std::max(m.head_dim, m.v_head_dim));
+  // Every term of layer_counts, each taken at its largest.
+  const double attention =
+      2 * (h * d(m.num_heads) * (qk + v) + 2 * h * d(m.num_kv_heads) * qk +
+           h * d(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) +
+           d(m.kv_lora_rank + m.q_lora_rank) * d(m.num_heads) * (qk + v)) +
+      4 * d(m.num_heads) * (qk + v) + 4 * h;
+  // A dense MLP and all experts at their widest, whichever the layer is.
+  const double expert = std::max(d(m.moe_intermediate_size),
+                                 d(m.shared_expert_intermediate_size));
+  const double dense = d(m.intermediate_size);
+  const double mlp = 3 * h * dense + 3 * dense + h +
+                     (d(m.num_experts) + d(m.num_shared_experts)) *
+                         (3 * h * expert + 3 * expert + h) +
+                     h * (d(m.num_experts) + 1) + d(m.num_experts);
+  const double norms = d(m.norms_per_layer + 1) * 2 * h;
+  const double layers = d(m.num_layers) + d(m.num_decoder_layers);
+  return layers * (attention + mlp + norms) + 2 * d(m.vocab_size) * h +
+         d(m.learned_positions) * h + d(m.vocab_size) + 4 * h +
+         2 * d(m.relative_attention_buckets) * d(m.num_heads) +
+         d(m.extra_params);
 }
 
 bool is_local_layer(const Model& model, std::int64_t layer) {

@@ -164,6 +164,16 @@ TEST_CASE("model: gpt-oss-20b counts biases, sinks and expert biases",
   CHECK(oomplan::layer_params(gpt_oss_20b(), 0) == 823'186'976);
 }
 
+TEST_CASE("model: the double estimate bounds the exact count", "[catalog]") {
+  for (const Model& m :
+       {llama3_70b(), mixtral_8x7b(), deepseek_v3(), gpt_oss_20b()}) {
+    INFO(m.name);
+    const auto exact = static_cast<double>(oomplan::count_params(m).total());
+    CHECK(oomplan::approx_params(m) >= exact);
+    CHECK(oomplan::approx_params(m) < 4 * exact);
+  }
+}
+
 TEST_CASE("model: layer params sum to the total minus embeddings",
           "[catalog]") {
   for (const Model& m : {llama3_70b(), mixtral_8x7b(), deepseek_v3()}) {
@@ -243,6 +253,8 @@ TEST_CASE("catalog: every model's parameter count is exact", "[catalog]") {
     REQUIRE(m.params > 0);
     CHECK(c.total() - c.extra == m.params);
     CHECK(c.active == m.params_active);
+    CHECK(oomplan::approx_params(m) >= static_cast<double>(c.total()));
+    CHECK(oomplan::approx_params(m) < 4 * static_cast<double>(c.total()));
     std::int64_t layers = 0;
     for (std::int64_t i = 0; i < m.num_layers; ++i) {
       layers += oomplan::layer_params(m, i);
@@ -593,6 +605,12 @@ TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
   CHECK(parse_error(toy_with(R"(, "checkpoint_quant": "q4")")) ==
         "extra/bad.json: toy: checkpoint_quant: unknown format 'q4'; valid: "
         "none, int8, fp8, int4, nf4, nf4-nodq, gptq, awq, mxfp4");
+  CHECK(parse_error(toy_with(R"(, "hidden_size": 100000000000)")) ==
+        "extra/bad.json: toy: hidden_size: these sizes give more than 10^15 "
+        "parameters");
+  CHECK(parse_error(toy_with(R"(, "global_every": 10000000000)")) ==
+        "extra/bad.json: toy: global_every: must be at most 1000000, but is "
+        "10000000000");
   CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": -5}]})") ==
         "extra/bad.json: X1: capacity_bytes: must be positive, but is -5");
   CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,

@@ -231,6 +231,9 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "gemma3, gemma3_text, phi, phi3, cohere, falcon, granite, deepseek_v2, "
         "deepseek_v3, gpt_oss, gpt2, gpt_neox, bloom, llama4, mllama, "
         "mistral3, t5");
+  CHECK(import_error(llama(R"(, "num_hidden_layers": 2000000000000)")) ==
+        "my/config.json: the sizes in this config give more than 10^15 "
+        "parameters");
   CHECK(import_error(R"({"hidden_size": 1})") ==
         "my/config.json: model_type: missing");
   CHECK(import_error(R"({"model_type": "llama", "num_hidden_layers": 2})") ==

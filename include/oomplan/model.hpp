@@ -145,6 +145,12 @@ ParamCounts count_params(const Model& model);
 // 0..num_layers-1 and the decoder layers after them.
 std::int64_t layer_params(const Model& model, std::int64_t layer);
 
+// An upper bound of count_params(model).total() computed in double, so it
+// cannot overflow. Loaders reject models above k_max_params (no real model
+// comes within a factor 100 of it), which keeps every int64 count exact.
+double approx_params(const Model& model);
+inline constexpr double k_max_params = 1e15;
+
 // True when layer `layer` uses the sliding window (or chunked attention).
 bool is_local_layer(const Model& model, std::int64_t layer);
 
