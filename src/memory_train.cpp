@@ -1,16 +1,20 @@
 // Training memory (full fine-tuning, LoRA, QLoRA) for the most loaded GPU.
 //
 // The model is a timeline of one optimizer step, per GPU:
-//   forward         weights + optimizer states (+ gradients kept from earlier
-//                   micro-batches) + stored activations + logits;
+//   forward         weights + optimizer states (+ gradients that persist:
+//                   earlier micro-batches', flat framework buffers) + stored
+//                   activations + logits;
 //   backward        at its start the logits' loss gradients join the stored
-//                   activations; at its end the full gradient buffer exists
-//                   and activations are gone (gradients grow linearly as
-//                   activations are freed, so the maximum is at an end);
+//                   activations; then the top layer is recomputed (full
+//                   checkpointing); at its end the full gradient buffer
+//                   exists and activations are gone (gradients grow linearly
+//                   as activations are freed, so the maximum is at an end);
 //   optimizer_step  weights + states + gradients + the optimizer's
-//                   temporaries (DeepSpeed's fp32 gradient partition,
-//                   foreach AdamW's sqrt(v) list).
-// The peak is the largest phase; the components describe that moment.
+//                   temporaries (DeepSpeed's fp32 gradient partition, 8-bit
+//                   AdamW's dequantized states of one parameter).
+// The peak is the largest moment; the components describe it and sum to the
+// total. Frameworks differ in what persists; each choice below names the one
+// it follows (DeepSpeed, Megatron, torchtune, PEFT, PyTorch FSDP/DDP).
 //
 // Invariants: no heap allocation unless pp > 1 (stages); every formula names
 // its source; byte counts are rounded once per component.
