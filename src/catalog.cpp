@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <set>
@@ -568,8 +569,23 @@ void merge_catalog(Catalog& base, Catalog extra) {
 }
 
 Catalog builtin_catalog() {
+  // Model families in the order `oomplan models` lists them (most used
+  // first); files not named here follow in name order.
+  constexpr std::array<std::string_view, 9> k_family_order = {
+      "models/llama.json",   "models/mistral.json", "models/qwen.json",
+      "models/gemma.json",   "models/phi.json",     "models/deepseek.json",
+      "models/gpt_oss.json", "models/falcon.json",  "models/cohere.json"};
+  std::vector<CatalogFile> files = builtin_catalog_files();
+  const auto rank = [&](const CatalogFile& f) {
+    return std::find(k_family_order.begin(), k_family_order.end(), f.origin) -
+           k_family_order.begin();
+  };
+  std::stable_sort(files.begin(), files.end(),
+                   [&](const CatalogFile& a, const CatalogFile& b) {
+                     return rank(a) < rank(b);
+                   });
   Catalog all;
-  for (const CatalogFile& file : builtin_catalog_files()) {
+  for (const CatalogFile& file : files) {
     Catalog one = parse_catalog(file.text, file.origin);
     // Shipped files must not override each other: append, then check.
     for (auto& m : one.models) {
