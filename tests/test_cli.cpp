@@ -362,6 +362,16 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
        "choose tp x pp that divides 4"},
       {"llama3-70b --gpus 4xA100-80 --pp 3",
        "--pp 3 does not divide the 4 GPUs; use a --pp that divides 4"},
+      {"llama3-70b --gpus 8xA100-80 --mode full --quant nf4",
+       "--mode full updates every weight and cannot train --quant nf4 "
+       "weights; drop --quant or use --mode qlora (or lora) over the "
+       "quantized base"},
+      {"llama3-70b --gpus 8xA100-80 --mode qlora --quant none",
+       "--mode qlora trains adapters over a quantized base and contradicts "
+       "--quant none; use --mode lora for a 16-bit base"},
+      {"llama3-70b --gpus 8xA100-80 --mode full --sequence-parallel",
+       "--sequence-parallel splits activations over the tensor-parallel "
+       "group and needs --tp 2 or more"},
       {"llama3-70b --gpus 4xA100-80 --dtype fp12",
        "--dtype: fp12 not in {bf16,fp16,fp32}"},
       {"llama3-70b --gpus 4xA100-80 --lora-targets q,x",

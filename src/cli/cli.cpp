@@ -512,6 +512,19 @@ Setup build_setup(const SetupOptions& o) {
         "--engine hf for training or --mode infer with vllm",
         mode_name(s.mode)));
   }
+  if (s.mode == Mode::full && s.quant != Quant::automatic &&
+      s.quant != Quant::none) {
+    throw Error(fmt::format(
+        "--mode full updates every weight and cannot train --quant {} "
+        "weights; drop --quant or use --mode qlora (or lora) over the "
+        "quantized base",
+        quant_name(s.quant)));
+  }
+  if (s.mode == Mode::qlora && s.quant == Quant::none) {
+    throw Error(
+        "--mode qlora trains adapters over a quantized base and contradicts "
+        "--quant none; use --mode lora for a 16-bit base");
+  }
   if (s.engine == Engine::vllm && s.split_layers) {
     throw Error(
         "--split layers is transformers' device_map=\"auto\" and does not "
@@ -537,6 +550,11 @@ void check_parallel_sizes(const Setup& user, const Setup& resolved) {
   const std::int64_t per_replica =
       static_cast<std::int64_t>(resolved.tp) * resolved.pp;
   if (resolved.tp >= 1 && per_replica <= total && total % per_replica == 0) {
+    if (resolved.sequence_parallel && resolved.tp == 1) {
+      throw Error(
+          "--sequence-parallel splits activations over the tensor-parallel "
+          "group and needs --tp 2 or more");
+    }
     return;
   }
   if (user.tp == 0) {
