@@ -625,3 +625,31 @@ TEST_CASE("training: MoE LoRA puts MLP adapters on every expert",
   // = 30,932,992 fp32 parameters with 8 B of AdamW states each.
   CHECK(plan(m, g, s).bytes_of("optimizer") == 8 * 30'932'992);
 }
+
+TEST_CASE("training: Llama activations per layer follow the saved tensors",
+          "[training]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .attn = Attn::sdpa,
+          .precision = Precision::pure};
+  // Per token and layer, bf16 (h 4096, I 11008, 32 heads = 32 KV heads):
+  //   2 RMSNorms x (fp32 input copy 4 B + normalised copy 2 B) x h = 49,152
+  //   norm outputs feeding q/k/v and gate/up: 2 x 2 B x h          = 16,384
+  //   q, k, v for sdpa, its output, the o_proj input: 5 x 2 B x h  = 40,960
+  //   SwiGLU gate, act, up, product: 4 x 2 B x I                   = 88,064
+  // = 194,560 B; x 8192 tokens x 32 layers = 51,002,736,640, plus the
+  // final norm (4 + 2 + 2) B x h x 8192 = 268,435,456.
+  const Budget eager = plan(m, g, s);
+  CHECK(eager.peak.phase == Phase::backward);
+  CHECK(eager.bytes_of("activations") == 51'002'736'640 + 268'435'456);
+  // torch.compile fuses RMSNorm (keeps only its 2 B input: 16,384) and
+  // SiLU x up (recomputes the activation: 3 x 2 B x I = 66,048): 16,384 +
+  // 16,384 + 40,960 + 66,048 = 139,776 B per token and layer; final norm
+  // (2 + 2) B x h.
+  s.compile = true;
+  const Budget compiled = plan(m, g, s);
+  CHECK(compiled.bytes_of("activations") ==
+        139'776LL * 8192 * 32 + 4LL * 4096 * 8192);
+}
