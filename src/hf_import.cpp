@@ -346,6 +346,31 @@ std::int64_t mllama_vision_params(const Config& v, std::int64_t text_hidden) {
   return tower + out_dim * text_hidden + text_hidden;
 }
 
+// Llama4VisionModel and Llama4MultiModalProjector (modeling_llama4.py):
+// unfold patch linear (C p² x h, no bias), class embedding, (image/patch)² + 1
+// positions, LayerNorms before and after, encoder layers with biased q, k, v,
+// o and fc1/fc2 plus 2 LayerNorms; the pixel-shuffle MLP fc1 (intermediate x
+// projector_input_dim) and fc2 (projector_output_dim²), then linear_1
+// (vision_output_dim x text hidden); no biases outside the encoder.
+std::int64_t llama4_vision_params(const Config& v, std::int64_t text_hidden) {
+  const std::int64_t h = v.get({"hidden_size"}, 768);
+  const std::int64_t inter = v.get({"intermediate_size"}, 3072);
+  const std::int64_t layers = v.get({"num_hidden_layers"}, 34);
+  const std::int64_t image = v.get({"image_size"}, 448);
+  const std::int64_t patch =
+      std::max<std::int64_t>(1, v.get({"patch_size"}, 14));
+  const std::int64_t channels = v.get({"num_channels"}, 3);
+  const std::int64_t proj_in = v.get({"projector_input_dim"}, 4096);
+  const std::int64_t proj_out = v.get({"projector_output_dim"}, 4096);
+  const std::int64_t out_dim = v.get({"vision_output_dim"}, 7680);
+  const std::int64_t positions = (image / patch) * (image / patch) + 1;
+  const std::int64_t layer =
+      4 * (h * h + h) + (2 * h * inter + inter + h) + 2 * 2 * h;
+  return channels * patch * patch * h + h + positions * h + 2 * 2 * h +
+         layers * layer + inter * proj_in + proj_out * proj_out +
+         out_dim * text_hidden;
+}
+
 Quant quant_from_config(const Config& q) {
   const std::string method = q.text("quant_method");
   if (method == "bitsandbytes") {
@@ -571,8 +596,8 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     // Llama4TextConfig: experts of intermediate_size plus one shared expert
     // of the same width; dense layers of intermediate_size_mlp; MoE every
     // interleave_moe_layer_step layers; chunked attention except on the NoPE
-    // layers (every no_rope_layer_interval-th). The vision tower of
-    // Llama4ForConditionalGeneration is not counted.
+    // layers (every no_rope_layer_interval-th). Llama4ForConditionalGeneration
+    // adds the vision model and projector (extra_params).
     const Config& t = type == "llama4" && text_config ? *text_config : root;
     read_llama_like(t, m, 0, false);
     const std::int64_t expert_width = m.intermediate_size;
@@ -584,6 +609,11 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
         std::max(1, as_period(t.get({"interleave_moe_layer_step"}, 1)));
     set_sliding(m, t.get({"attention_chunk_size"}, 0),
                 as_period(t.get({"no_rope_layer_interval"}, 4)));
+    if (type == "llama4") {
+      if (const auto vision = root.child("vision_config")) {
+        m.extra_params = llama4_vision_params(*vision, m.hidden_size);
+      }
+    }
   } else if (type == "mllama") {
     // MllamaTextConfig: a Llama decoder whose cross_attention_layers add
     // q_norm and k_norm (head_dim each) and two gate scalars; embed_tokens

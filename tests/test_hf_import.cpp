@@ -140,11 +140,15 @@ TEST_CASE("hf: Llama 4 Scout has 16 experts, a shared expert and chunks",
           "[hf]") {
   // Per layer 62,914,560 attention + 16 experts and 1 shared of 3·5120·8192
   // + router 5120·16 + norms; active keeps 1 expert: 48 x 314,664,960 +
-  // 2·202048·5120 + 5120 = 17.17e9 ("17B active"); text total 107.77e9 of
-  // the "109B" (the rest is the vision tower, not counted).
+  // 2·202048·5120 + 5120 = 17.17e9 ("17B active"); text 107,769,861,120.
+  // Vision: patches 588·1408 + class 1408 + 577·1408 positions + 2
+  // LayerNorms + 34 x 23,807,872 + pixel-shuffle MLP 5632·4096 + 4096² +
+  // projector 4096·5120 = 871,932,416 → 108,641,793,536 ("109B").
   const Model m = import_fixture("llama-4-scout");
   const auto c = oomplan::count_params(m);
-  CHECK(c.total() == 107'769'861'120);
+  CHECK(c.total() - c.extra == 107'769'861'120);
+  CHECK(c.extra == 871'932'416);
+  CHECK(c.total() == 108'641'793'536);
   CHECK(c.active == 17'172'894'720);
   CHECK(m.sliding_window == 8192);
   CHECK(m.global_every == 4);
