@@ -173,9 +173,13 @@ TEST_CASE(
                         std::chrono::steady_clock::now() - start)
                         .count();
   INFO(result.evaluated << " candidates in " << ms << " ms");
-  // Issue 4: <= 200 ms in a release build; the bound leaves room for the
-  // sanitizer build that runs the same tests.
-  CHECK(ms < 1000);
+  // Issue 4: <= 200 ms in a release build (about 35 ms measured); debug and
+  // sanitizer builds run the same search several times slower.
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+  CHECK(ms < 200);
+#else
+  CHECK(ms < 5000);
+#endif
   REQUIRE_FALSE(result.plans.empty());
   check_priced(model, result, 0);
   // 1.13 TB of mixed AdamW states need at least eight 80 GB-class cards
