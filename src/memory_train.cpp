@@ -815,11 +815,17 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
 
   // The most loaded pipeline stage decides the plan; every stage is listed
   // when pp > 1.
+  const double reserve = setup.reserve >= 0 ? setup.reserve : k_train_reserve;
+  const Bytes overhead = runtime_overhead_bytes(gpu, setup);
+
   StageResult worst;
   double worst_total = -1;
   for (int s = 0; s < setup.pp; ++s) {
     const StageResult r = train_stage(model, setup, counts, s);
-    const double total = r.peak.allocated() + r.paged;
+    // A stage's device total, as total_bytes counts it (paged states
+    // before any spill to the host).
+    const double total = r.peak.allocated() * (1.0 + reserve) +
+                         static_cast<double>(overhead) + r.paged;
     if (setup.pp > 1) {
       budget.stages.push_back(
           Stage{.stage = s,
@@ -845,10 +851,8 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
   const Bytes allocated =
       weights + activations + logits + gradients + optimizer_alloc + buffers;
 
-  const double reserve = setup.reserve >= 0 ? setup.reserve : k_train_reserve;
   const Bytes fragmentation =
       round_bytes(static_cast<double>(allocated) * reserve);
-  const Bytes overhead = runtime_overhead_bytes(gpu, setup);
 
   // Paged states live in unified memory: they occupy the device as long as
   // it has room and spill to host RAM beyond that (cudaMallocManaged

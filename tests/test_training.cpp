@@ -359,6 +359,13 @@ TEST_CASE("training: the first pipeline stage holds pp micro-batches",
   CHECK(b.stages[0].activations_bytes > 4 * one);
   CHECK(b.stages[3].activations_bytes < 2 * one + 4'000'000'000);
   CHECK(b.stages[0].activations_bytes - b.stages[1].activations_bytes == one);
+  // The most loaded stage is the plan's total (up to per-component
+  // rounding).
+  Bytes most = 0;
+  for (const Stage& st : b.stages) {
+    most = std::max(most, st.total_bytes);
+  }
+  CHECK(std::abs(most - b.total_bytes()) <= 8);
 }
 
 TEST_CASE("training: checkpointing never raises the peak", "[training]") {
