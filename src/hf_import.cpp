@@ -371,6 +371,27 @@ std::int64_t llama4_vision_params(const Config& v, std::int64_t text_hidden) {
          out_dim * text_hidden;
 }
 
+// Qwen2.5-VL vision transformer (modeling_qwen2_5_vl.py): Conv3d patch
+// embedding (C x temporal x p² x h, no bias); `depth` blocks of two RMSNorms,
+// qkv (h x 3h + 3h), proj (h² + h) and a gated MLP with biases; the patch
+// merger: RMSNorm h, Linear(h s², h s²) and Linear(h s², out_hidden_size),
+// both with bias.
+std::int64_t qwen25_vision_params(const Config& v) {
+  const std::int64_t h = v.get({"hidden_size"}, 1280);
+  const std::int64_t inter = v.get({"intermediate_size"}, 3420);
+  const std::int64_t depth = v.get({"depth"}, 32);
+  const std::int64_t patch = v.get({"patch_size"}, 14);
+  const std::int64_t temporal = v.get({"temporal_patch_size"}, 2);
+  const std::int64_t channels = v.get({"in_chans", "in_channels"}, 3);
+  const std::int64_t merge = v.get({"spatial_merge_size"}, 2);
+  const std::int64_t out = v.get({"out_hidden_size"}, 3584);
+  const std::int64_t block = 2 * h + (3 * h * h + 3 * h) + (h * h + h) +
+                             (3 * h * inter + 2 * inter + h);
+  const std::int64_t merged = h * merge * merge;
+  return channels * temporal * patch * patch * h + depth * block + h +
+         (merged * merged + merged) + (merged * out + out);
+}
+
 Quant quant_from_config(const Config& q) {
   const std::string method = q.text("quant_method");
   if (method == "bitsandbytes") {
@@ -486,6 +507,17 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       window = 0;
     }
     set_sliding(m, window, std::max(0, global_every_from_layer_types(root)));
+  } else if (type == "qwen2_5_vl") {
+    // Qwen2_5_VLConfig: a Qwen2 decoder (q/k/v bias) whose fields sit at the
+    // top level (text_config in transformers 4.5x+ files), plus the vision
+    // transformer and patch merger.
+    const Config& t = text_config ? *text_config : root;
+    read_llama_like(t, m, 0, false);
+    m.qkv_bias = true;
+    m.o_bias = false;
+    if (const auto vision = root.child("vision_config")) {
+      m.extra_params = qwen25_vision_params(*vision);
+    }
   } else if (type == "mixtral") {
     read_llama_like(root, m, 0, false);
     read_moe_common(root, m, "num_local_experts");
@@ -735,14 +767,16 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     const std::string proj = root.text("feed_forward_proj");
     m.mlp = proj.rfind("gated-", 0) == 0 ? MlpKind::gated : MlpKind::plain;
   } else {
-    root.fail("model_type",
-              fmt::format("unsupported '{}'; supported: llama, mistral, "
-                          "mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, "
-                          "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
-                          "falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, "
-                          "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
-                          "t5",
-                          type));
+    root.fail(
+        "model_type",
+        fmt::format(
+            "unsupported '{}'; supported: llama, mistral, "
+            "mixtral, qwen2, qwen2_moe, qwen2_5_vl, qwen3, qwen3_moe, gemma, "
+            "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
+            "falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, "
+            "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
+            "t5",
+            type));
   }
 
   if (approx_params(m) > k_max_params) {
