@@ -560,3 +560,79 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
     CHECK(more->rank > kv->rank);
   }
 }
+
+TEST_CASE("plan_args: every option survives the round trip through the CLI",
+          "[advice]") {
+  // One setup per group of options; each is planned in-process and through
+  // `oomplan <plan_args>`: the totals must agree.
+  const std::vector<Case> setups = {
+      {"llama3-8b", "2xA100-80",
+       Setup{.nodes = 2,
+             .mode = Mode::full,
+             .seq = 2048,
+             .batch = 2,
+             .dtype = Dtype::fp16,
+             .tp = 2,
+             .pp = 2,
+             .sequence_parallel = true,
+             .zero = 1,
+             .checkpointing = Checkpointing::selective,
+             .attn = Attn::sdpa,
+             .grad_accum = 4}},
+      {"llama3-8b", "4xH100",
+       Setup{.mode = Mode::full,
+             .fsdp = true,
+             .offload = Offload::optimizer,
+             .precision = Precision::pure,
+             .optimizer = Optimizer::adamw_8bit,
+             .compile = true,
+             .loss = Loss::chunked,
+             .activation_offload = true}},
+      {"llama3-8b", "1xRTX4090",
+       Setup{.mode = Mode::lora,
+             .seq = 1024,
+             .quant = Quant::int8,
+             .optimizer = Optimizer::paged_adamw_8bit,
+             .lora_rank = 64,
+             .lora_targets = k_lora_q | k_lora_v,
+             .optimizer_in_bwd = true,
+             .overhead_gib = 0.75,
+             .reserve = 0.1}},
+      {"llama3-70b", "2xRTX4090",
+       Setup{.mode = Mode::qlora,
+             .seq = 512,
+             .quant = Quant::nf4_nodq,
+             .lora_targets = k_lora_attn}},
+      {"llama3-70b", "4xL40S",
+       Setup{.engine = Engine::vllm,
+             .seq = 2048,
+             .batch = 16,
+             .kv_dtype = Dtype::fp8,
+             .gpu_util = 0.85,
+             .max_num_batched_tokens = 4096,
+             .enforce_eager = true,
+             .max_model_len = 16384,
+             .max_num_seqs = 64}},
+      {"llama3-70b", "8xA100-80",
+       Setup{.engine = Engine::vllm,
+             .tp = 4,
+             .pp = 2,
+             .vllm_version = VllmEra::v0}},
+      {"llama3-70b", "3xA100-80",
+       Setup{.seq = 1024, .split_layers = true, .price = 2.5}},
+      {"mixtral-8x7b", "2xA100-80",
+       Setup{.seq = 8192, .quant = Quant::awq, .kv_dtype = Dtype::bf16}},
+  };
+  for (const Case& c : setups) {
+    const Planned p = plan_case(c);
+    const std::string args = plan_args(c.model, *p.gpu, p.setup);
+    INFO(args);
+    auto words = split(args);
+    words.emplace_back("--json");
+    const auto run = test::run_cli(words);
+    REQUIRE(run.code != 2);
+    const auto doc = nlohmann::json::parse(run.out);
+    CHECK(doc.at("total_bytes").get<Bytes>() == p.budget.total_bytes());
+    CHECK(doc.at("fits").get<bool>() == p.budget.fits());
+  }
+}
