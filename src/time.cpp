@@ -30,9 +30,9 @@ constexpr double k_collective_latency_s = 10e-6;
 // vLLM replays CUDA graphs (~5 us).
 constexpr double k_eager_layer_s = 30e-6;
 constexpr double k_graph_layer_s = 5e-6;
-// DeepSpeed CPU-Adam: parameters updated per second per node (ZeRO-Offload,
-// Ren et al. 2021, §4.1: CPU-Adam updates ~1e9 parameters in well under a
-// second on a server CPU). An assumption, stated in README.
+// DeepSpeed CPU-Adam (AVX, multi-threaded; Ren et al. 2021, ZeRO-Offload
+// §4.2): parameters updated per second per node. An assumed order of magnitude
+// for a current multi-core server, stated in README, not a measurement.
 constexpr double k_cpu_adam_params_per_s = 2e9;
 // bitsandbytes 4-bit matmuls dequantize the weight on every forward and
 // backward: QLoRA steps run about 30 % slower than 16-bit LoRA (QLoRA paper
