@@ -392,6 +392,25 @@ std::int64_t qwen25_vision_params(const Config& v) {
          (merged * merged + merged) + (merged * out + out);
 }
 
+// Qwen2-VL vision transformer (modeling_qwen2_vl.py): the same layout with
+// LayerNorms (weight and bias), a GELU MLP of mlp_ratio x embed_dim and a
+// LayerNorm in the merger; the output width is vision_config.hidden_size.
+std::int64_t qwen2_vision_params(const Config& v) {
+  const std::int64_t h = v.get({"embed_dim"}, 1280);
+  const std::int64_t inter = h * v.get({"mlp_ratio"}, 4);
+  const std::int64_t depth = v.get({"depth"}, 32);
+  const std::int64_t patch = v.get({"patch_size"}, 14);
+  const std::int64_t temporal = v.get({"temporal_patch_size"}, 2);
+  const std::int64_t channels = v.get({"in_chans", "in_channels"}, 3);
+  const std::int64_t merge = v.get({"spatial_merge_size"}, 2);
+  const std::int64_t out = v.get({"hidden_size"}, 3584);
+  const std::int64_t block = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) +
+                             (2 * h * inter + inter + h);
+  const std::int64_t merged = h * merge * merge;
+  return channels * temporal * patch * patch * h + depth * block + 2 * h +
+         (merged * merged + merged) + (merged * out + out);
+}
+
 Quant quant_from_config(const Config& q) {
   const std::string method = q.text("quant_method");
   if (method == "bitsandbytes") {
@@ -507,7 +526,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       window = 0;
     }
     set_sliding(m, window, std::max(0, global_every_from_layer_types(root)));
-  } else if (type == "qwen2_5_vl") {
+  } else if (type == "qwen2_5_vl" || type == "qwen2_vl") {
     // Qwen2_5_VLConfig: a Qwen2 decoder (q/k/v bias) whose fields sit at the
     // top level (text_config in transformers 4.5x+ files), plus the vision
     // transformer and patch merger.
@@ -516,7 +535,8 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     m.qkv_bias = true;
     m.o_bias = false;
     if (const auto vision = root.child("vision_config")) {
-      m.extra_params = qwen25_vision_params(*vision);
+      m.extra_params = type == "qwen2_vl" ? qwen2_vision_params(*vision)
+                                          : qwen25_vision_params(*vision);
     }
   } else if (type == "mixtral") {
     read_llama_like(root, m, 0, false);
@@ -767,16 +787,16 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
     const std::string proj = root.text("feed_forward_proj");
     m.mlp = proj.rfind("gated-", 0) == 0 ? MlpKind::gated : MlpKind::plain;
   } else {
-    root.fail(
-        "model_type",
-        fmt::format(
-            "unsupported '{}'; supported: llama, mistral, "
-            "mixtral, qwen2, qwen2_moe, qwen2_5_vl, qwen3, qwen3_moe, gemma, "
-            "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
-            "falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, "
-            "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
-            "t5",
-            type));
+    root.fail("model_type",
+              fmt::format("unsupported '{}'; supported: llama, mistral, "
+                          "mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
+                          "qwen3, qwen3_moe, "
+                          "gemma, "
+                          "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
+                          "falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, "
+                          "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
+                          "t5",
+                          type));
   }
 
   if (approx_params(m) > k_max_params) {

@@ -231,8 +231,8 @@ TEST_CASE("hf: the safetensors index gives the exact checkpoint size", "[hf]") {
 TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
   CHECK(import_error(R"({"model_type": "rwkv", "hidden_size": 1})") ==
         "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
-        "mistral, mixtral, qwen2, qwen2_moe, qwen2_5_vl, qwen3, qwen3_moe, "
-        "gemma, gemma2, "
+        "mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, qwen3, "
+        "qwen3_moe, gemma, gemma2, "
         "gemma3, gemma3_text, phi, phi3, cohere, falcon, granite, deepseek_v2, "
         "deepseek_v3, gpt_oss, gpt2, gpt_neox, bloom, llama4, mllama, "
         "mistral3, t5");
@@ -366,4 +366,22 @@ TEST_CASE("hf: Qwen2.5-VL adds its vision transformer to Qwen2.5", "[hf]") {
       "qwen2.5-vl-7b/config.json");
   CHECK(total(m) - m.extra_params == 7'615'616'512);
   CHECK(total(m) == 8'292'166'656);
+}
+
+TEST_CASE("hf: Qwen2-VL counts LayerNorm blocks with a GELU MLP", "[hf]") {
+  // Qwen/Qwen2-VL-7B-Instruct: decoder 7,615,616,512 + patch 1,505,280 + 32
+  // blocks x (2·2·1280 + 1280·3840 + 3840 + 1280² + 1280 + 2·1280·5120 +
+  // 5120 + 1280) + merger 2·1280 + 5120² + 5120 + 5120·3584 + 3584 =
+  // 8,291,375,616 (published 8.29B).
+  const Model m = import_hf_config(
+      R"({"model_type": "qwen2_vl", "hidden_size": 3584,
+          "num_hidden_layers": 28, "num_attention_heads": 28,
+          "num_key_value_heads": 4, "intermediate_size": 18944,
+          "vocab_size": 152064, "tie_word_embeddings": false,
+          "vision_config": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4,
+            "num_heads": 16, "in_chans": 3, "hidden_size": 3584,
+            "patch_size": 14, "spatial_merge_size": 2,
+            "temporal_patch_size": 2}})",
+      "qwen2-vl-7b/config.json");
+  CHECK(total(m) == 8'291'375'616);
 }
