@@ -611,14 +611,16 @@ StageResult train_stage(const Model& model, const Setup& setup,
     // DeepSpeed ZeRO-1/2 reduce buckets, double-buffered (contiguous
     // gradients ipg_buffer), at the HF "auto" size hidden^2.
     buffers += 2.0 * dm.h * dm.h * g_elem;
-  } else if (zero == 0 && dp > 1 && full &&
-             setup.precision == Precision::pure) {
-    // DDP's Reducer keeps flat bucket copies of every gradient unless
-    // gradient_as_bucket_view=True (the default is False). Mixed-precision
-    // frameworks reduce from their persistent flat gradient buffer instead
-    // (Megatron's grad buffer is its bucket), counted in the timeline below.
-    buffers += g_full;
   }
+  // DDP's Reducer keeps flat bucket copies of every gradient unless
+  // gradient_as_bucket_view=True (the default is False): gradient memory
+  // that lives for the whole step. Mixed-precision frameworks reduce from
+  // their persistent flat gradient buffer instead (Megatron's grad buffer is
+  // its bucket), counted in the timeline below.
+  const double ddp_copy = (zero == 0 && dp > 1 && full &&
+                           setup.precision == Precision::pure && !setup.fsdp)
+                              ? g_full
+                              : 0.0;
   // QLoRA: each NF4 matmul dequantizes its weight to the dtype first
   // (bitsandbytes dequantize_4bit, torchao linear_nf4): the largest matrix.
   double dequant = 0;
@@ -637,9 +639,9 @@ StageResult train_stage(const Model& model, const Setup& setup,
   // contiguous main_grad buffer. PyTorch-native pure-precision and FSDP
   // loops (torchtune, LitGPT) free them: zero_grad(set_to_none=True).
   const bool accum = setup.grad_accum > 1 && !setup.optimizer_in_bwd;
-  const bool flat_buffer =
-      !setup.fsdp && !setup.optimizer_in_bwd &&
-      (zero >= 1 || (full && setup.precision == Precision::mixed));
+  const bool flat_buffer = !setup.fsdp && !setup.optimizer_in_bwd &&
+                           setup.precision == Precision::mixed &&
+                           (zero >= 1 || full);
   const double g_kept = (accum || flat_buffer) ? g_full : 0.0;
   // One parameter's gradient when the optimizer steps inside backward
   // (torchtune optimizer_in_bwd: each parameter steps and frees its grad).
@@ -662,7 +664,7 @@ StageResult train_stage(const Model& model, const Setup& setup,
   Parts fwd;
   fwd.weights = w_gpu;
   fwd.optimizer = o_gpu;
-  fwd.gradients = g_kept;
+  fwd.gradients = g_kept + ddp_copy;
   // Under full checkpointing a layer's forward saves nothing: only its
   // working set lives while it runs.
   fwd.activations =
@@ -674,7 +676,7 @@ StageResult train_stage(const Model& model, const Setup& setup,
   bwd_start.activations = stored;
   bwd_start.logits = l_bwd;
   bwd_start.gradients =
-      std::max(g_kept, setup.optimizer_in_bwd ? 0.0 : head_grad);
+      std::max(g_kept, setup.optimizer_in_bwd ? 0.0 : head_grad) + ddp_copy;
 
   // The first layer backward meets: every stored input still there, the
   // top layer recomputed, the logits' gradients already consumed.
@@ -685,7 +687,7 @@ StageResult train_stage(const Model& model, const Setup& setup,
 
   Parts bwd_end = fwd;
   bwd_end.logits = 0;
-  bwd_end.gradients = g_step;
+  bwd_end.gradients = g_step + ddp_copy;
   // The bottom layer's activations (saved or recomputed) live until its own
   // backward is done.
   bwd_end.activations = a_layer + bwd_layer;
@@ -707,7 +709,7 @@ StageResult train_stage(const Model& model, const Setup& setup,
   step.activations = 0;
   step.logits = 0;
   step.buffers = 0;
-  step.gradients = g_step;
+  step.gradients = g_step + ddp_copy;
   if (!setup.optimizer_in_bwd && !offload_opt) {
     if (zero >= 1 && !setup.fsdp && mixed16 && !bf16_optimizer) {
       // DeepSpeed casts the gradient partition to fp32 for its optimizer

@@ -401,20 +401,24 @@ TEST_CASE("training: ZeRO stage k+1 never raises per-GPU model states",
     for (int gpus : {2, 8}) {
       for (Optimizer opt : {Optimizer::adamw, Optimizer::adamw_8bit}) {
         for (std::int64_t seq : {128, 4096}) {
-          INFO(m.name << " gpus " << gpus << " seq " << seq);
-          Bytes previous_states = -1;
-          Bytes previous_peak = -1;
-          for (int zero = 0; zero <= 3; ++zero) {
-            Setup s{.gpus = gpus, .mode = Mode::full, .seq = seq};
-            s.zero = zero;
-            s.optimizer = opt;
-            const Budget b = plan(m, g, s);
-            if (previous_states >= 0) {
-              CHECK(states(b) <= previous_states);
-              CHECK(b.peak.allocated_bytes <= previous_peak);
+          for (Precision precision : {Precision::mixed, Precision::pure}) {
+            INFO(m.name << " gpus " << gpus << " seq " << seq << " "
+                        << precision_name(precision));
+            Bytes previous_states = -1;
+            Bytes previous_peak = -1;
+            for (int zero = 0; zero <= 3; ++zero) {
+              Setup s{.gpus = gpus, .mode = Mode::full, .seq = seq};
+              s.zero = zero;
+              s.optimizer = opt;
+              s.precision = precision;
+              const Budget b = plan(m, g, s);
+              if (previous_states >= 0) {
+                CHECK(states(b) <= previous_states);
+                CHECK(b.peak.allocated_bytes <= previous_peak);
+              }
+              previous_states = states(b);
+              previous_peak = b.peak.allocated_bytes;
             }
-            previous_states = states(b);
-            previous_peak = b.peak.allocated_bytes;
           }
         }
       }
