@@ -385,3 +385,19 @@ TEST_CASE("hf: Qwen2-VL counts LayerNorm blocks with a GELU MLP", "[hf]") {
       "qwen2-vl-7b/config.json");
   CHECK(total(m) == 8'291'375'616);
 }
+
+TEST_CASE("hf: Llama 4 Maverick alternates dense and MoE layers", "[hf]") {
+  // interleave_moe_layer_step 2: layers 1, 3, ... are MoE (128 experts +
+  // shared of 3·5120·8192, router 5120·128), the others dense of
+  // intermediate_size_mlp 16384. 24 x 314,583,040 + 24 x 16,295,536,640 +
+  // 2·202048·5120 + 5120 = 400,711,848,960 text ("400B"); active 24 x
+  // 314,583,040 + 24 x 315,238,400 + embeddings = 17,184,691,200 ("17B").
+  const Model m = import_fixture("llama-4-maverick");
+  const auto c = oomplan::count_params(m);
+  CHECK_FALSE(oomplan::is_moe_layer(m, 0));
+  CHECK(oomplan::is_moe_layer(m, 1));
+  CHECK(c.mlp == 24LL * 3 * 5120 * 16384);
+  CHECK(c.total() - c.extra == 400'711'848'960);
+  CHECK(c.active == 17'184'691'200);
+  CHECK(c.extra == 871'932'416);  // the same vision model as Scout
+}
