@@ -846,7 +846,8 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
   fix.cost_class = cost_class;
   fix.engine_flags = step.flags;
 
-  const StepTime t = estimate_time(c.model, *step.gpu, priced.setup);
+  const StepTime t =
+      estimate_time(c.model, *step.gpu, priced.setup, priced.budget);
   const double before = seconds_per_token(base_time);
   const double after = seconds_per_token(t);
   fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
@@ -988,7 +989,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     // starts has nothing to fix, and its headroom is the 1 - gpu-util left.
     return {};
   }
-  const StepTime base_time = estimate_time(model, gpu, base->setup);
+  const StepTime base_time =
+      estimate_time(model, gpu, base->setup, base->budget);
   const Step start{base->setup, &gpu, "", "", ""};
 
   std::vector<Fix> fixes;

@@ -317,7 +317,7 @@ class Search {
     c.plan.total_bytes = budget.total_bytes();
     c.plan.headroom_bytes = budget.headroom_bytes();
     c.plan.fits = true;
-    c.plan.time = estimate_time(m_model, gpu, r);
+    c.plan.time = estimate_time(m_model, gpu, r, budget);
     c.seconds_per_token =
         c.plan.time.tokens_per_s > 0 ? 1.0 / c.plan.time.tokens_per_s : 0;
     c.order = m_order++;

@@ -281,14 +281,15 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
 }
 
 StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
-                        const ParamCounts& params) {
+                        const ParamCounts& params, std::int64_t batch_cap) {
   StepTime t;
   const int tp = std::max(setup.tp, 1);
   const int pp = std::max(setup.pp, 1);
   // --split layers: one process holds all GPUs (transformers device_map).
   const int replicas =
       setup.split_layers ? 1 : std::max(setup.total_gpus() / (tp * pp), 1);
-  const double batch = static_cast<double>(setup.batch);
+  const double batch = static_cast<double>(
+      std::max<std::int64_t>(1, std::min(setup.batch, batch_cap)));
   const double seq = static_cast<double>(setup.seq);
   const std::int64_t layers = model.num_layers + model.num_decoder_layers;
   t.tokens_per_step = batch * replicas;
@@ -340,12 +341,7 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   return t;
 }
 
-}  // namespace
-
-StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup) {
-  const ParamCounts params = count_params(model);
-  StepTime t = setup.training() ? training_time(model, gpu, setup, params)
-                                : inference_time(model, gpu, setup, params);
+StepTime finish(StepTime t, const Setup& setup) {
   if (t.step_s > 0) {
     t.tokens_per_s = t.tokens_per_step / t.step_s;
   }
@@ -355,6 +351,30 @@ StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup) {
         setup.price * setup.total_gpus() / (t.tokens_per_s * 3600.0) * 1e6;
   }
   return t;
+}
+
+}  // namespace
+
+StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup) {
+  const ParamCounts params = count_params(model);
+  return finish(setup.training()
+                    ? training_time(model, gpu, setup, params)
+                    : inference_time(model, gpu, setup, params, setup.batch),
+                setup);
+}
+
+StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup,
+                       const Budget& budget) {
+  if (setup.training()) {
+    return estimate_time(model, gpu, setup);
+  }
+  std::int64_t cap = setup.batch;
+  if (budget.vllm && budget.vllm->kv_tokens > 0 && setup.seq > 0) {
+    // vLLM schedules only as many sequences as their KV blocks fit.
+    cap = std::max<std::int64_t>(1, budget.vllm->kv_tokens / setup.seq);
+  }
+  return finish(inference_time(model, gpu, setup, count_params(model), cap),
+                setup);
 }
 
 }  // namespace oomplan

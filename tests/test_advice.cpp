@@ -636,3 +636,24 @@ TEST_CASE("plan_args: every option survives the round trip through the CLI",
     CHECK(doc.at("fits").get<bool>() == p.budget.fits());
   }
 }
+
+TEST_CASE("time: vLLM decodes only as many sequences as its KV cache holds",
+          "[advice]") {
+  const Planned p =
+      plan_case({"llama3-70b", "2xH100",
+                 Setup{.engine = Engine::vllm, .seq = 8192, .batch = 32}});
+  REQUIRE(p.budget.vllm.has_value());
+  const std::int64_t held = p.budget.vllm->kv_tokens / 8192;
+  REQUIRE(held < 32);  // 141 GB of weights leave a few GiB of KV per GPU
+  const StepTime capped = estimate_time(*p.model, *p.gpu, p.setup, p.budget);
+  const StepTime uncapped = estimate_time(*p.model, *p.gpu, p.setup);
+  CHECK(capped.tokens_per_step ==
+        static_cast<double>(std::max<std::int64_t>(1, held)));
+  CHECK(uncapped.tokens_per_step == 32);
+  CHECK(capped.tokens_per_s < uncapped.tokens_per_s);
+  // Training ignores the budget.
+  const Planned t =
+      plan_case({"llama3-8b", "1xH100", Setup{.mode = Mode::lora}});
+  CHECK(estimate_time(*t.model, *t.gpu, t.setup, t.budget).step_s ==
+        estimate_time(*t.model, *t.gpu, t.setup).step_s);
+}

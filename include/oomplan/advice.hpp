@@ -42,6 +42,11 @@ struct StepTime {
 
 // REQUIRES: `setup` resolved and validated. Pure: never calls memory().
 StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup);
+// The same with memory()'s budget for that setup: with --engine vllm the batch
+// is capped at the requests its KV cache holds at once (max_concurrency of
+// --seq-token requests), as vLLM's scheduler would.
+StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup,
+                       const Budget& budget);
 
 // Fix ids, one per transformation in advice.cpp's table: free knobs
 // "half-precision", "flash-attention", "chunked-loss", "optimizer-in-bwd",
