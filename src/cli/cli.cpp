@@ -603,7 +603,7 @@ int run_plan_one(const Catalog& catalog, const Model& model,
   if (!plan.budget.fits() || tight) {
     plan.fixes = advise(model, gpu, resolved, catalog.gpus);
   }
-  plan.time = estimate_time(model, gpu, resolved);
+  plan.time = estimate_time(model, gpu, resolved, plan.budget);
 
   switch (format) {
     case Format::json:
