@@ -48,8 +48,8 @@ constexpr double k_loss_chunks = 8.0;
 // _prepare_fp32_grad_for_sub_group).
 constexpr double k_zero3_sub_group = 1e9;
 
-// Megatron sequence lengths and widths are exact integers; arithmetic below is
-// in double because several factors are fractional.
+// Counts are exact integers; the arithmetic below is in double because
+// several factors are fractional (8-bit block constants, NF4, chunks).
 double as_double(std::int64_t v) {
   return static_cast<double>(v);
 }
