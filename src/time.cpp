@@ -1,6 +1,7 @@
 #include "oomplan/advice.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 // The time and cost model (issue 4 §2). Roofline arithmetic, not a simulator:
@@ -305,8 +306,21 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // sequence's KV cache at the average context (vLLM paged attention).
   const double kv_per_token =
       static_cast<double>(kv_bytes_per_token(model, setup, 0, layers));
-  const double read = weight_read_bytes(model, setup, params) +
-                      batch * (seq / 2) * kv_per_token;
+  // MoE: a step reads only the experts its tokens route to; with `batch`
+  // tokens each picking k of E, an expert is idle with probability
+  // (1 - k/E)^batch. The experts' share of the bytes is their share of the
+  // parameters.
+  double weights = weight_read_bytes(model, setup, params);
+  if (model.num_experts > 0 && params.total() > 0) {
+    const double share = static_cast<double>(params.experts) /
+                         static_cast<double>(params.total());
+    const double idle =
+        std::pow(1.0 - static_cast<double>(model.experts_per_tok) /
+                           static_cast<double>(model.num_experts),
+                 batch);
+    weights -= weights * share * idle;
+  }
+  const double read = weights + batch * (seq / 2) * kv_per_token;
   t.memory_s = read / (gb_s(gpu.bandwidth_gb_s) * k_bandwidth_util);
 
   // Tensor parallel: 2 all-reduces of batch x hidden per layer (attention

@@ -657,3 +657,29 @@ TEST_CASE("time: vLLM decodes only as many sequences as its KV cache holds",
   CHECK(estimate_time(*t.model, *t.gpu, t.setup, t.budget).step_s ==
         estimate_time(*t.model, *t.gpu, t.setup).step_s);
 }
+
+TEST_CASE("time: MoE decode reads only the experts its tokens route to",
+          "[advice]") {
+  const auto& cat = test::catalog();
+  const Model& model = find_model(cat, "mixtral-8x7b");
+  const Gpu& gpu = find_gpu(cat, "H100");
+  const Setup one = resolve_setup(model, Setup{.gpus = 2, .seq = 1024});
+  Setup many = one;
+  many.batch = 256;
+  const ParamCounts p = count_params(model);
+  const double weights = static_cast<double>(
+      weight_bytes(model, one, WeightShare{0, model.num_layers, true, true}));
+  const double share =
+      static_cast<double>(p.experts) / static_cast<double>(p.total());
+  const double kv =
+      static_cast<double>(kv_bytes_per_token(model, one, 0, model.num_layers));
+  // Batch 1: 2 of 8 experts per layer, so 3/4 of the expert bytes stay idle.
+  CHECK(estimate_time(model, gpu, one).memory_s ==
+        Approx((weights * (1 - share * 0.75) + 512 * kv) /
+               (gpu.bandwidth_gb_s * 1e9 * 0.8))
+            .epsilon(0.01));
+  // Batch 256: every expert is touched, all weights are read.
+  CHECK(estimate_time(model, gpu, many).memory_s ==
+        Approx((weights + 256 * 512 * kv) / (gpu.bandwidth_gb_s * 1e9 * 0.8))
+            .epsilon(0.01));
+}
