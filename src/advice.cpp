@@ -17,8 +17,11 @@
 //   dropped;
 // - a fix is listed only when it changes the plan: it lowers the total, or it
 //   turns a plan that does not fit into one that does (vLLM gpu-util raised);
-// - the order is deterministic: fits first, then cost class, then saving,
-//   then id.
+// - the order is deterministic: fits first, then cost class (within
+//   accuracy the lower risk, within compute the smaller slowdown), then
+//   saving, then id;
+// - combinations are searched only when the plan does not fit and no single
+//   fix of the same or a cheaper class does; one per class, fewest fixes.
 
 namespace oomplan {
 namespace {
