@@ -1,5 +1,7 @@
 #include "oomplan/catalog.hpp"
 
+#include "json_errors.hpp"
+
 #include "oomplan/error.hpp"
 
 #include <fmt/format.h>
@@ -48,18 +50,6 @@ std::string_view trim(std::string_view s) {
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && lower(a) == lower(b);
-}
-
-// Strips nlohmann's "[json.exception.type_error.302] " prefix: users need the
-// problem, not the exception id.
-std::string strip_json_prefix(const std::string& what) {
-  if (what.rfind("[json.exception.", 0) == 0) {
-    const auto close = what.find("] ");
-    if (close != std::string::npos) {
-      return what.substr(close + 2);
-    }
-  }
-  return what;
 }
 
 // Reads one JSON object (a catalog entry) field by field. Every read marks its

@@ -6,6 +6,8 @@
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #endif
 
+#include "json_errors.hpp"
+
 #include "oomplan/catalog.hpp"
 #include "oomplan/error.hpp"
 
@@ -27,16 +29,6 @@ namespace oomplan {
 namespace {
 
 using nlohmann::json;
-
-std::string strip_json_prefix(const std::string& what) {
-  if (what.rfind("[json.exception.", 0) == 0) {
-    const auto close = what.find("] ");
-    if (close != std::string::npos) {
-      return what.substr(close + 2);
-    }
-  }
-  return what;
-}
 
 // One config object (the file, or its text_config / vision_config) with the
 // file name and the path prefix for messages.
