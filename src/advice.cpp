@@ -1035,9 +1035,11 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
   // (no two of one group), cheaper in their dearest member than any fitting
   // single fix; one per cost class. Shorter sequences join only when nothing
   // else works: they change the task.
+  // A shorter sequence changes the task, so it does not stand in for a
+  // combination that keeps it.
   int cheapest_fitting = static_cast<int>(CostClass::offload) + 1;
   for (const Fix& f : fixes) {
-    if (f.fits) {
+    if (f.fits && f.id != "shorter-seq" && f.id != "max-model-len") {
       cheapest_fitting =
           std::min(cheapest_fitting, static_cast<int>(f.cost_class));
     }
@@ -1114,8 +1116,12 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
         break;
       }
     }
+    // A free or compute-only combination is the way; when every combination
+    // changes the task, buys hardware or offloads, all routes are shown.
+    bool cheap_found = false;
     for (auto& b : best) {
-      if (b) {
+      if (b && !cheap_found) {
+        cheap_found = b->second.cost_class <= CostClass::compute;
         fixes.push_back(std::move(b->second));
       }
     }

@@ -683,3 +683,22 @@ TEST_CASE("time: MoE decode reads only the experts its tokens route to",
         Approx((weights + 256 * 512 * kv) / (gpu.bandwidth_gb_s * 1e9 * 0.8))
             .epsilon(0.01));
 }
+
+TEST_CASE(
+    "advice: a shorter sequence does not hide a fix that keeps the sequence",
+    "[advice]") {
+  // LoRA on Llama 3 8B at 8k tokens, micro-batch 2, on one L40S: cutting
+  // the sequence fits, but so does keeping it with cheap changes
+  // (checkpointing, a smaller micro-batch), which must be offered too.
+  const Planned p =
+      plan_case({"llama3-8b", "1xL40S",
+                 Setup{.mode = Mode::lora, .seq = 8192, .batch = 2}});
+  REQUIRE_FALSE(p.budget.fits());
+  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const bool keeps_sequence =
+      std::any_of(fixes.begin(), fixes.end(), [](const Fix& f) {
+        return f.fits && f.setup.seq == 8192 &&
+               f.cost_class <= CostClass::compute;
+      });
+  CHECK(keeps_sequence);
+}
