@@ -78,8 +78,9 @@ struct Fix {
 // Ranked fixes for `setup` (resolved and validated) on `gpu`: those that fit
 // first, then by cost class, then by saving, then by id. Each lowers the
 // total or makes the plan fit; fixes that do not apply or change nothing are
-// left out. When no single fix fits (or only dearer ones do), the smallest
-// combination that fits is added for each cost class (id "combination").
+// left out. When no single fix fits (or only dearer ones, or only a shorter
+// sequence), the smallest combination that fits is added (id "combination"):
+// the free/compute one when there is one, else one per cost class.
 // `gpus` are the cards "bigger-gpu" may propose (same vendor, common ones).
 // A vLLM plan that starts gets no fixes. Deterministic.
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
