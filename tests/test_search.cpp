@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -160,26 +159,15 @@ TEST_CASE("search: constraints bound GPUs, offload, quantization and batch",
 }
 
 TEST_CASE(
-    "search: 70B full fine-tuning over every catalog GPU up to 64 GPUs is "
-    "fast",
+    "search: 70B full fine-tuning over every catalog GPU keeps plans that "
+    "hold their model states",
     "[search]") {
+  // Speed is measured by oomplan_bench (tests/bench_memory.cpp), not here.
   const auto& cat = test::catalog();
   const Model& model = find_model(cat, "llama3-70b");
-  const auto start = std::chrono::steady_clock::now();
   const auto result =
       fit(model, all_gpus(), Setup{.mode = Mode::full, .seq = 8192},
           FitConstraints{});
-  const double ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-  INFO(result.evaluated << " candidates in " << ms << " ms");
-  // Issue 4: <= 200 ms in a release build (about 35 ms measured); debug and
-  // sanitizer builds run the same search several times slower.
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-  CHECK(ms < 200);
-#else
-  CHECK(ms < 5000);
-#endif
   REQUIRE_FALSE(result.plans.empty());
   check_priced(model, result, 0);
   // 1.13 TB of mixed AdamW states need at least eight 80 GB-class cards
