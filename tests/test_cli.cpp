@@ -502,3 +502,20 @@ TEST_CASE("cli: fit prints oomplan.fit/1 plans whose args reproduce them",
   CHECK(text.code == 0);
   CHECK_THAT(text.out, Catch::Contains("oomplan llama3-8b --gpus "));
 }
+
+TEST_CASE(
+    "cli: a default tensor-parallel size that does not divide the heads "
+    "says where it came from",
+    "[cli]") {
+  // --gpus 3xA100-80 without --tp means tp 3; Llama 3 70B has 64 heads.
+  const auto r = run_cli({"llama3-70b", "--gpus", "3xA100-80"});
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "oomplan: error: 3 GPUs per node mean tensor parallel 3 by default, "
+        "which does not divide the 64 attention heads of llama-3-70b; pass "
+        "--tp with a divisor of 64 (and --pp so that tp x pp divides the "
+        "GPUs), or --split layers\n");
+  CHECK(run_cli({"llama3-70b", "--gpus", "3xA100-80", "--split", "layers"})
+            .code == 0);
+}

@@ -589,6 +589,17 @@ int run_plan_one(const Catalog& catalog, const Model& model,
   const Gpu& gpu = *spec.gpu;
   const Setup resolved = resolve_setup(model, setup);
   check_parallel_sizes(setup, resolved);
+  if (setup.tp == 0 && model.num_heads > 0 &&
+      model.num_heads % resolved.tp != 0) {
+    // The user asked for GPUs, not for this tensor-parallel size: say where
+    // it came from and what to change.
+    throw Error(fmt::format(
+        "{} GPUs per node mean tensor parallel {} by default, which does not "
+        "divide the {} attention heads of {}; pass --tp with a divisor of {} "
+        "(and --pp so that tp x pp divides the GPUs), or --split layers",
+        resolved.gpus, resolved.tp, model.num_heads, model.name,
+        model.num_heads));
+  }
   validate_setup(model, gpu, resolved);
 
   Plan plan;
