@@ -72,22 +72,10 @@ bool is_4bit(Quant quant) {
 }
 
 // Weights read per forward pass (all layers, split by tp), in bytes.
-double weight_read_bytes(const Model& model, const Setup& setup,
-                         const ParamCounts& params) {
-  const Bytes exact = weight_bytes(
+double weight_read_bytes(const Model& model, const Setup& setup) {
+  return static_cast<double>(weight_bytes(
       model, setup,
-      WeightShare{0, model.num_layers + model.num_decoder_layers, true, true});
-  if (exact > 0) {
-    return static_cast<double>(exact);
-  }
-  // Fallback while weight_bytes is unavailable: parameters x bytes per value.
-  double per_param = dtype_bytes(setup.dtype);
-  if (is_4bit(setup.quant)) {
-    per_param = 0.5;
-  } else if (setup.quant == Quant::int8 || setup.quant == Quant::fp8) {
-    per_param = 1;
-  }
-  return static_cast<double>(params.total()) * per_param / setup.tp;
+      WeightShare{0, model.num_layers + model.num_decoder_layers, true, true}));
 }
 
 // Multiply-accumulate parameters one token touches: every linear layer that
@@ -229,7 +217,7 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // the weights in forward and again in backward and reduce-scatters the
   // gradients, every micro-batch (Rajbhandari et al. 2020, §7: 1.5x DP volume).
   double dp_comm = 0;
-  const double weights = weight_read_bytes(model, setup, params) / pp;
+  const double weights = weight_read_bytes(model, setup) / pp;
   const double grads =
       trainable_params(model, setup, params) / (tp * pp) * dtype_b;
   if (dp > 1) {
@@ -310,7 +298,7 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // tokens each picking k of E, an expert is idle with probability
   // (1 - k/E)^batch. The experts' share of the bytes is their share of the
   // parameters.
-  double weights = weight_read_bytes(model, setup, params);
+  double weights = weight_read_bytes(model, setup);
   if (model.num_experts > 0 && params.total() > 0) {
     const double share = static_cast<double>(params.experts) /
                          static_cast<double>(params.total());
@@ -343,7 +331,7 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // Offloaded weights (accelerate device_map with CPU, vLLM --cpu-offload-gb)
   // cross PCIe on every step.
   if (setup.offload == Offload::params || setup.offload == Offload::all) {
-    t.offload_s = weight_read_bytes(model, setup, params) / gb_s(gpu.pcie_gb_s);
+    t.offload_s = weight_read_bytes(model, setup) / gb_s(gpu.pcie_gb_s);
   }
   const bool graphs = setup.engine == Engine::vllm && !setup.enforce_eager;
   const double launch = static_cast<double>(layers) *
