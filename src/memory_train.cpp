@@ -543,11 +543,17 @@ StageResult train_stage(const Model& model, const Setup& setup,
                                                                   : a_layer));
   }
 
-  // --- Logits and loss (last stage): fp32 log-softmax output kept for
-  // backward, then its gradient and the gradient of the upcast logits
-  // (F.cross_entropy on logits.float()): 8 B per logit in forward, 12 B at the
-  // start of backward. Chunked CE (torchtune CEWithChunkedOutputLoss) runs
-  // the output projection and the loss in 8 chunks.
+  // --- Logits and loss (last stage). Eager: the model returns fp32 logits
+  // (torchtune TransformerDecoder output(h).float(), LlamaForCausalLM
+  // logits.float() before transformers 4.45) and the training loop's
+  // reference to them (`logits = model(...)`; `loss.backward()` without
+  // `del logits`: torchtune recipes of 2024, HF/PEFT custom loops holding
+  // `outputs`) keeps them alive through backward; log-softmax saves its fp32
+  // output. Forward holds 8 B per logit, the start of backward 16 B (logits,
+  // saved output, its gradient, the logits' gradient). Loops that free the
+  // logits first hold 12 B: the 4 B difference is the price of the common
+  // loop. Chunked CE (torchtune CEWithChunkedOutputLoss) runs the output
+  // projection and the loss in 8 chunks.
   double l_fwd = 0;
   double l_bwd = 0;
   if (last) {
@@ -555,9 +561,12 @@ StageResult train_stage(const Model& model, const Setup& setup,
         dm.tokens * as_double(model.vocab_size) / t;  // vocab-parallel
     if (setup.loss == Loss::chunked && setup.compile) {
       // Compiled per-chunk CE saves only its 16-bit input chunk (the
-      // chunks stay referenced) and writes one chunk's gradient at a time.
+      // chunks stay referenced) and writes one chunk's gradient at a time:
+      // inductor fuses the fp32 upcast, softmax and NLL backward into one
+      // kernel that writes the gradient in the input's dtype, so no fp32
+      // chunk is materialised.
       l_fwd = elems * d;
-      l_bwd = elems * (d + (4.0 + d) / k_loss_chunks);
+      l_bwd = elems * (d + d / k_loss_chunks);
     } else if (setup.loss == Loss::chunked) {
       // Eager: each chunk's log-softmax keeps its fp32 output; backward
       // works one chunk at a time.
@@ -570,7 +579,7 @@ StageResult train_stage(const Model& model, const Setup& setup,
       l_bwd = elems * 8.0;
     } else {
       l_fwd = elems * 8.0;
-      l_bwd = elems * 12.0;
+      l_bwd = elems * 16.0;
     }
   }
 
