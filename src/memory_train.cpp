@@ -545,15 +545,16 @@ StageResult train_stage(const Model& model, const Setup& setup,
 
   // --- Logits and loss (last stage). Eager: the model returns fp32 logits
   // (torchtune TransformerDecoder output(h).float(), LlamaForCausalLM
-  // logits.float() before transformers 4.45) and the training loop's
-  // reference to them (`logits = model(...)`; `loss.backward()` without
-  // `del logits`: torchtune recipes of 2024, HF/PEFT custom loops holding
-  // `outputs`) keeps them alive through backward; log-softmax saves its fp32
-  // output. Forward holds 8 B per logit, the start of backward 16 B (logits,
-  // saved output, its gradient, the logits' gradient). Loops that free the
-  // logits first hold 12 B: the 4 B difference is the price of the common
-  // loop. Chunked CE (torchtune CEWithChunkedOutputLoss) runs the output
-  // projection and the loss in 8 chunks.
+  // logits.float() before transformers 4.45) and the training loop keeps its
+  // reference to them through backward (`logits = model(...)`, then
+  // `loss.backward()`: torchtune recipes until PR #1046 / #1235 added
+  // `del logits` in mid-2024, torchtitan until PR #391, custom HF/PEFT loops
+  // that hold `outputs`); log-softmax saves its fp32 output. Forward holds
+  // 8 B per logit, the start of backward 16 B (logits, saved output, its
+  // gradient, the logits' gradient). Loops that free the logits first hold
+  // 12 B: oomplan takes the loop that keeps them, the common one in the
+  // published 2023-24 runs. Chunked CE (torchtune CEWithChunkedOutputLoss)
+  // runs the output projection and the loss in 8 chunks.
   double l_fwd = 0;
   double l_bwd = 0;
   if (last) {
