@@ -675,24 +675,40 @@ StageResult train_stage(const Model& model, const Setup& setup,
   fwd.weights = w_gpu;
   fwd.optimizer = o_gpu;
   fwd.gradients = g_kept + ddp_copy;
-  // Under full checkpointing a layer's forward saves nothing: only its
-  // working set lives while it runs.
-  fwd.activations =
-      stored + (setup.checkpointing == Checkpointing::full ? bwd_layer : 0.0);
+  // The forward's last moment: every stored activation and the logits.
+  fwd.activations = stored;
   fwd.logits = l_fwd;
   fwd.buffers = buffers + dequant;
+
+  // Inside the layers, before any logits exist: under full checkpointing a
+  // layer's forward saves nothing, only its working set lives while it runs
+  // (and is freed before the output projection).
+  Parts fwd_layer = fwd;
+  fwd_layer.logits = 0;
+  fwd_layer.activations =
+      stored + (setup.checkpointing == Checkpointing::full ? bwd_layer : 0.0);
 
   Parts bwd_start = fwd;
   bwd_start.activations = stored;
   bwd_start.logits = l_bwd;
-  bwd_start.gradients =
-      std::max(g_kept, setup.optimizer_in_bwd ? 0.0 : head_grad) + ddp_copy;
+  // The output projection's weight gradient forms as soon as backward
+  // starts, optimizer-in-backward or not: autograd sums a parameter's
+  // gradient over all its uses (the 8 loss chunks) before its accumulate
+  // hook fires (torch/csrc/autograd/engine.cpp InputBuffer;
+  // register_post_accumulate_grad_hook).
+  bwd_start.gradients = std::max(g_kept, head_grad) + ddp_copy;
 
   // The first layer backward meets: every stored input still there, the
   // top layer recomputed, the logits' gradients already consumed.
   Parts bwd_top = fwd;
   bwd_top.logits = 0;
-  bwd_top.gradients = bwd_start.gradients;
+  // With tied embeddings the same parameter is used again at the bottom, so
+  // under optimizer-in-backward its gradient waits there for the embedding's
+  // contribution; an untied head has stepped and freed its gradient.
+  const bool tied = head == 0 && pp == 1;
+  bwd_top.gradients = (setup.optimizer_in_bwd && !tied)
+                          ? std::max(g_kept, g_step) + ddp_copy
+                          : bwd_start.gradients;
   bwd_top.activations = stored + recompute + bwd_layer;
 
   Parts bwd_end = fwd;
@@ -740,11 +756,10 @@ StageResult train_stage(const Model& model, const Setup& setup,
     const Parts* parts;
     Phase phase;
   };
-  const Candidate candidates[] = {{&fwd, Phase::forward},
-                                  {&bwd_start, Phase::backward},
-                                  {&bwd_top, Phase::backward},
-                                  {&bwd_end, Phase::backward},
-                                  {&step, Phase::optimizer_step}};
+  const Candidate candidates[] = {
+      {&fwd_layer, Phase::forward},  {&fwd, Phase::forward},
+      {&bwd_start, Phase::backward}, {&bwd_top, Phase::backward},
+      {&bwd_end, Phase::backward},   {&step, Phase::optimizer_step}};
   const Candidate* best = &candidates[0];
   for (const Candidate& c : candidates) {
     if (c.parts->allocated() > best->parts->allocated()) {

@@ -325,6 +325,37 @@ TEST_CASE(
   CHECK(chunked.peak.allocated_bytes < full.peak.allocated_bytes);
 }
 
+TEST_CASE(
+    "training: compiled chunked cross-entropy keeps the 16-bit logits and "
+    "one chunk's 16-bit gradient",
+    "[training]") {
+  // Llama-3.2-1B dimensions: a small body under a 128,256-token vocabulary,
+  // so the start of backward (logits plus their gradient) is the peak.
+  Model m = llama3_70b();
+  m.hidden_size = 2048;
+  m.num_layers = 16;
+  m.num_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 64;
+  m.intermediate_size = 8192;
+  m.tie_word_embeddings = true;
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::lora,
+          .seq = 4096,
+          .batch = 2,
+          .checkpointing = Checkpointing::full,
+          .attn = Attn::sdpa,
+          .compile = true,
+          .loss = Loss::chunked};
+  const Budget b = plan(m, g, s);
+  // 8192 x 128,256 = 1,050,673,152 logits. Backward starts with the bf16
+  // chunks kept since forward (2 B) plus one chunk's bf16 gradient (inductor
+  // writes it in the input dtype, no fp32 chunk): 2 + 2/8 = 2.25 B,
+  // 2,364,014,592.
+  CHECK(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("logits") == 2'364'014'592);
+}
+
 TEST_CASE("training: optimizer in backward drops the full gradient buffer",
           "[training]") {
   const Model m = llama2_7b();
