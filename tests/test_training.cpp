@@ -356,6 +356,39 @@ TEST_CASE(
   CHECK(b.bytes_of("logits") == 2'364'014'592);
 }
 
+TEST_CASE(
+    "training: under optimizer-in-backward the tied head's gradient lives "
+    "from the loss to the embedding",
+    "[training]") {
+  // Llama-3.2-1B dimensions with tied embeddings, full fine-tuning in bf16.
+  Model m = llama3_70b();
+  m.hidden_size = 2048;
+  m.num_layers = 16;
+  m.num_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 64;
+  m.intermediate_size = 8192;
+  m.tie_word_embeddings = true;
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::full,
+          .seq = 4096,
+          .batch = 2,
+          .checkpointing = Checkpointing::full,
+          .attn = Attn::sdpa,
+          .precision = Precision::pure,
+          .compile = true,
+          .optimizer_in_bwd = true,
+          .loss = Loss::chunked};
+  const Budget b = plan(m, g, s);
+  // Autograd sums the shared weight's gradient over the 8 loss chunks and
+  // the embedding before its hook steps it: 128,256 x 2048 x 2 B =
+  // 525,336,576 B, already there at the start of backward, the peak here
+  // (the logits and one chunk's gradient: 8192 x 128,256 x 2.25 B).
+  CHECK(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("logits") == 2'364'014'592);
+  CHECK(b.bytes_of("gradients") == 525'336'576);
+}
+
 TEST_CASE("training: optimizer in backward drops the full gradient buffer",
           "[training]") {
   const Model m = llama2_7b();
