@@ -693,24 +693,28 @@ StageResult train_stage(const Model& model, const Setup& setup,
   Parts bwd_start = fwd;
   bwd_start.activations = stored;
   bwd_start.logits = l_bwd;
-  // The output projection's weight gradient forms as soon as backward
-  // starts, optimizer-in-backward or not: autograd sums a parameter's
-  // gradient over all its uses (the 8 loss chunks) before its accumulate
-  // hook fires (torch/csrc/autograd/engine.cpp InputBuffer;
-  // register_post_accumulate_grad_hook).
-  bwd_start.gradients = std::max(g_kept, head_grad) + ddp_copy;
+  // The output projection's weight gradient, optimizer-in-backward or not:
+  // autograd sums a parameter's gradient over all its uses before its
+  // accumulate hook fires (torch/csrc/autograd/engine.cpp InputBuffer;
+  // register_post_accumulate_grad_hook). Chunked CE runs the projection's
+  // backward chunk by chunk, so its gradient grows while the later chunks'
+  // logits are still held; the whole-sequence loss finishes its backward
+  // (freeing the fp32 terms) before the projection's runs.
+  const bool chunked = setup.loss == Loss::chunked;
+  bwd_start.gradients = std::max(g_kept, chunked ? head_grad : 0.0) + ddp_copy;
 
   // The first layer backward meets: every stored input still there, the
-  // top layer recomputed, the logits' gradients already consumed.
+  // top layer recomputed, the logits' gradients already consumed, the head's
+  // gradient formed. With tied embeddings the same parameter is used again
+  // at the bottom, so under optimizer-in-backward its gradient waits there
+  // for the embedding's contribution; an untied head has stepped and freed
+  // its gradient.
   Parts bwd_top = fwd;
   bwd_top.logits = 0;
-  // With tied embeddings the same parameter is used again at the bottom, so
-  // under optimizer-in-backward its gradient waits there for the embedding's
-  // contribution; an untied head has stepped and freed its gradient.
   const bool tied = head == 0 && pp == 1;
   bwd_top.gradients = (setup.optimizer_in_bwd && !tied)
                           ? std::max(g_kept, g_step) + ddp_copy
-                          : bwd_start.gradients;
+                          : std::max(g_kept, head_grad) + ddp_copy;
   bwd_top.activations = stored + recompute + bwd_layer;
 
   Parts bwd_end = fwd;
