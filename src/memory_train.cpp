@@ -5,8 +5,8 @@
 //                   earlier micro-batches', flat framework buffers) + stored
 //                   activations, plus either one layer's working set (inside
 //                   the layers) or the logits (after them);
-//   backward        at its start the logits' loss gradients and the output
-//                   projection's weight gradient join the stored
+//   backward        at its start the logits' loss gradients (and, chunked,
+//                   the output projection's weight gradient) join the stored
 //                   activations; then the top layer is recomputed (full
 //                   checkpointing); at its end the full gradient buffer
 //                   exists and activations are gone (gradients grow linearly
