@@ -15,19 +15,7 @@
 namespace {
 
 using oomplan::Model;
-
-Model llama3_70b() {
-  Model m;
-  m.name = "llama-3-70b";
-  m.hidden_size = 8192;
-  m.num_layers = 80;
-  m.num_heads = 64;
-  m.num_kv_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 28672;
-  m.vocab_size = 128256;
-  return m;
-}
+using oomplan::test::llama3_70b;
 
 Model mixtral_8x7b() {
   Model m;

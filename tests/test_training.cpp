@@ -18,40 +18,10 @@
 namespace {
 
 using namespace oomplan;
+using test::llama2_7b;
+using test::llama3_70b;
 
 constexpr double k_gib_d = 1024.0 * 1024.0 * 1024.0;
-
-// Llama-3-70B by hand (catalog_facts.md §1a): 70,553,706,496 parameters.
-Model llama3_70b() {
-  Model m;
-  m.name = "llama-3-70b";
-  m.model_type = "llama";
-  m.hidden_size = 8192;
-  m.num_layers = 80;
-  m.num_heads = 64;
-  m.num_kv_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 28672;
-  m.vocab_size = 128256;
-  m.max_position_embeddings = 8192;
-  return m;
-}
-
-// Llama-2-7B: 6,738,415,616 parameters.
-Model llama2_7b() {
-  Model m;
-  m.name = "llama-2-7b";
-  m.model_type = "llama";
-  m.hidden_size = 4096;
-  m.num_layers = 32;
-  m.num_heads = 32;
-  m.num_kv_heads = 32;
-  m.head_dim = 128;
-  m.intermediate_size = 11008;
-  m.vocab_size = 32000;
-  m.max_position_embeddings = 4096;
-  return m;
-}
 
 // A GPT-2-style model (LayerNorm, GELU MLP of 4h, biases, learned positions,
 // dropout, tied embeddings), as validation/configs/{gpt3-175b,
