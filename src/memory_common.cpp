@@ -148,8 +148,37 @@ Bytes weight_bytes(const Model& model, const Setup& setup,
   if (quant == Quant::mxfp4 && m.num_experts > 0) {
     // gpt-oss: only the routed experts are MXFP4; attention and everything
     // else stay 16-bit (reproduces the checkpoint bytes exactly).
-    bytes += (attention + mlp + shared) * dtype +
-             linear_bytes(quant, experts, experts / h, dtype, false);
+    double expert_params = experts;
+    if (setup.engine == Engine::vllm && m.moe_intermediate_size > 0) {
+      // vLLM's Triton MXFP4 MoE (the Hopper default) pads each GPU's expert
+      // columns to a multiple of 64 (quantization/mxfp4.py
+      // Mxfp4MoEMethod.create_weights round_up(intermediate_per_partition,
+      // 64)): gpt-oss's 2880 / tp = 1440 -> 1472 at tp 2, 720 -> 768 at 4.
+      // gate_up and down both scale with the padded width.
+      const std::int64_t part =
+          m.moe_intermediate_size / static_cast<std::int64_t>(tp);
+      const std::int64_t padded_part = ceil_div(part, 64) * 64;
+      if (part > 0) {
+        expert_params *=
+            static_cast<double>(padded_part) / static_cast<double>(part);
+      }
+      if (m.mlp_bias) {
+        // process_weights_after_loading casts the expert biases to fp32:
+        // w13_bias (2 x padded columns, split by tp) and w2_bias (hidden,
+        // on every GPU) per expert, in place of the bf16 ones in c.small.
+        const double per_layer_bf16 =
+            static_cast<double>(m.num_experts) *
+            static_cast<double>(2 * m.moe_intermediate_size + m.hidden_size);
+        const double per_layer_fp32 =
+            static_cast<double>(m.num_experts) *
+            static_cast<double>(2 * padded_part + m.hidden_size);
+        bytes += static_cast<double>(moe_here) *
+                 (4.0 * per_layer_fp32 - dtype * per_layer_bf16);
+      }
+    }
+    bytes +=
+        (attention + mlp + shared) * dtype +
+        linear_bytes(quant, expert_params, expert_params / h, dtype, false);
   } else {
     const double linear = attention + mlp + experts + shared;
     bytes += linear_bytes(quant, linear, linear / h, dtype, block_fp8);

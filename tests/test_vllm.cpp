@@ -320,3 +320,32 @@ TEST_CASE("vllm: the V0 profile of Llama-3-8B matches vllm-project/vllm#10511",
   CHECK(static_cast<double>(p.kv_cache_bytes) ==
         Approx(gib(53.29)).epsilon(0.1));
 }
+
+TEST_CASE("vllm: gpt-oss MXFP4 experts pad each GPU's columns to 64",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "gpt-oss-20b");
+  Setup s;
+  s.tp = 2;
+  s.engine = Engine::hf;
+  const WeightShare all{0, m.num_layers, true, true};
+  const Bytes hf = weight_bytes(m, s, all);
+  s.engine = Engine::vllm;
+  const Bytes vllm = weight_bytes(m, s, all);
+  // tp 2: 2880 / 2 = 1440 columns per GPU -> 1472 (Triton MXFP4 MoE):
+  //   24 layers x 32 experts x 3 x 2880 x 32 extra columns x 0.53125 B
+  //   = 112,803,840 B
+  // fp32 expert biases: 24 x 32 x ((2 x 1472 + 2880) x 4 - (5760 + 2880) x 2)
+  //   = 24 x 32 x 6016 = 4,620,288 B
+  // RoPE cache: 131072 x 64 x 2 = 16,777,216 B; the vocabulary 201088 is
+  // already a multiple of 64 x 2.
+  CHECK(vllm - hf == Approx(112'803'840 + 4'620'288 + 16'777'216).margin(2));
+  // At tp 1 the width (45 x 64) needs no padding: only biases and RoPE.
+  s.tp = 1;
+  s.engine = Engine::hf;
+  const Bytes hf1 = weight_bytes(m, s, all);
+  s.engine = Engine::vllm;
+  // 24 x 32 x ((5760 + 2880) x 4 - 8640 x 2) = 13,271,040 B
+  CHECK(weight_bytes(m, s, all) - hf1 ==
+        Approx(13'271'040 + 16'777'216).margin(2));
+}
