@@ -62,7 +62,14 @@ Setup resolve_setup(const Model& model, const Setup& setup) {
         resolved.training() ? 1 : std::max(1, resolved.gpus / resolved.pp);
   }
   if (resolved.max_model_len == 0) {
-    resolved.max_model_len = resolved.seq;
+    // --seq, but never past the model's context: vLLM's own default is the
+    // derived max_model_len (config.py _get_and_verify_max_len), and an
+    // explicit longer one is refused at start-up. The plan warns
+    // (seq_beyond_context) when --seq exceeds the context.
+    resolved.max_model_len =
+        model.max_position_embeddings > 0
+            ? std::min(resolved.seq, model.max_position_embeddings)
+            : resolved.seq;
   }
   if (resolved.quant == Quant::automatic) {
     resolved.quant =

@@ -211,14 +211,22 @@ TEST_CASE(
   Setup s;
   s.gpus = 8;
   s.pp = 2;
-  s.seq = 16384;
+  s.seq = 6144;
   Setup r = resolve_setup(m, s);
   CHECK(r.tp == 4);
-  CHECK(r.max_model_len == 16384);
+  CHECK(r.max_model_len == 6144);
   CHECK(r.quant == Quant::none);
   CHECK(r.max_num_batched_tokens == 8192);
+  // A --seq past the 8192-token context leaves max_model_len at the context
+  // (vLLM's derived default), not at a length vLLM refuses.
+  s.seq = 16384;
+  CHECK(resolve_setup(m, s).max_model_len == 8192);
+  s.max_model_len = 16384;  // explicit: kept, and vLLM's error follows
+  CHECK(resolve_setup(m, s).max_model_len == 16384);
+  s.max_model_len = 0;
+  s.seq = 6144;
   s.vllm_version = VllmEra::v0;
-  CHECK(resolve_setup(m, s).max_num_batched_tokens == 16384);
+  CHECK(resolve_setup(m, s).max_num_batched_tokens == 6144);
   s.mode = Mode::qlora;
   r = resolve_setup(m, s);
   CHECK(r.tp == 1);
