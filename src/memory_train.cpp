@@ -863,10 +863,10 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
       budget.stages.push_back(
           Stage{.stage = s,
                 .layers = r.layers,
-                .weights_bytes = round_bytes(r.weights),
+                .weights_bytes = saturated_bytes(r.weights),
                 .kv_cache_bytes = 0,
-                .activations_bytes = round_bytes(r.activations),
-                .total_bytes = round_bytes(total)});
+                .activations_bytes = saturated_bytes(r.activations),
+                .total_bytes = saturated_bytes(total)});
     }
     if (total > worst_total) {
       worst_total = total;
@@ -875,22 +875,22 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
   }
 
   const Parts& p = worst.peak;
-  const Bytes weights = round_bytes(p.weights);
-  const Bytes activations = round_bytes(p.activations);
-  const Bytes logits = round_bytes(p.logits);
-  const Bytes gradients = round_bytes(p.gradients);
-  const Bytes optimizer_alloc = round_bytes(p.optimizer);
-  const Bytes buffers = round_bytes(p.buffers);
+  const Bytes weights = saturated_bytes(p.weights);
+  const Bytes activations = saturated_bytes(p.activations);
+  const Bytes logits = saturated_bytes(p.logits);
+  const Bytes gradients = saturated_bytes(p.gradients);
+  const Bytes optimizer_alloc = saturated_bytes(p.optimizer);
+  const Bytes buffers = saturated_bytes(p.buffers);
   const Bytes allocated =
       weights + activations + logits + gradients + optimizer_alloc + buffers;
 
   const Bytes fragmentation =
-      round_bytes(static_cast<double>(allocated) * reserve);
+      saturated_bytes(static_cast<double>(allocated) * reserve);
 
   // Paged states live in unified memory: they occupy the device as long as
   // it has room and spill to host RAM beyond that (cudaMallocManaged
   // oversubscription), which is why bitsandbytes pages them.
-  Bytes paged_device = round_bytes(worst.paged);
+  Bytes paged_device = saturated_bytes(worst.paged);
   Bytes paged_host = 0;
   if (paged_device > 0) {
     budget.warnings |= static_cast<unsigned>(Warning::paged_unified_memory);
@@ -929,8 +929,8 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
              "allocated x caching-allocator reserve");
 
   const double node_gpus = setup.gpus;
-  budget.host_bytes =
-      round_bytes((worst.host + static_cast<double>(paged_host)) * node_gpus);
+  budget.host_bytes = saturated_bytes(
+      (worst.host + static_cast<double>(paged_host)) * node_gpus);
   if (budget.host_bytes > 0) {
     budget.warnings |= static_cast<unsigned>(Warning::host_memory);
   }
