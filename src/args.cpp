@@ -160,13 +160,13 @@ std::string plan_args(const std::string& model_arg, const Gpu& gpu,
       add("--vllm-version", era_version(setup.vllm_version));
     }
     // resolve_setup's scheduler budget: V0 one max_model_len prompt (>= 2048;
-    // 512-token chunks above 32k), V1 8192.
+    // 512-token chunks above 32k), V1 by card (8192 or 2048).
     const std::int64_t len =
         setup.max_model_len != 0 ? setup.max_model_len : setup.seq;
     const std::int64_t default_tokens =
         setup.vllm_version == VllmEra::v0
             ? (len > 32768 ? 512 : std::max<std::int64_t>(len, 2048))
-            : 8192;
+            : vllm_default_batched_tokens(gpu);
     if (setup.max_num_batched_tokens != 0 &&
         setup.max_num_batched_tokens != default_tokens) {
       add("--max-num-batched-tokens", setup.max_num_batched_tokens);

@@ -95,6 +95,25 @@ Setup resolve_setup(const Model& model, const Setup& setup) {
   return resolved;
 }
 
+std::int64_t vllm_default_batched_tokens(const Gpu& gpu) {
+  // vllm/engine/arg_utils.py get_batch_defaults: device_memory >= 70 GiB
+  // and "a100" not in the device name -> 8192 for the API server, else
+  // 2048 (the A100 is excluded for throughput, vllm PR #17885).
+  const bool a100 = gpu.name.find("A100") != std::string::npos ||
+                    gpu.full_name.find("A100") != std::string::npos;
+  const bool big = gpu.capacity_bytes >= 70 * k_gib;
+  return big && !a100 ? 8192 : 2048;
+}
+
+Setup resolve_setup(const Model& model, const Gpu& gpu, const Setup& setup) {
+  Setup resolved = setup;
+  if (resolved.max_num_batched_tokens == 0 &&
+      resolved.vllm_version != VllmEra::v0) {
+    resolved.max_num_batched_tokens = vllm_default_batched_tokens(gpu);
+  }
+  return resolve_setup(model, resolved);
+}
+
 namespace {
 
 // The tensor-parallel sizes vLLM accepts: tp divides the attention heads, and

@@ -187,7 +187,7 @@ class Search {
       s.fsdp = false;
     }
     try {
-      validate_setup(m_model, gpu, resolve_setup(m_model, s));
+      validate_setup(m_model, gpu, resolve_setup(m_model, gpu, s));
     } catch (const Error&) {
       return;
     }
@@ -267,7 +267,7 @@ class Search {
   }
 
   void inference(const Gpu& gpu, const Setup& layout) {
-    const Setup resolved = resolve_setup(m_model, layout);
+    const Setup resolved = resolve_setup(m_model, gpu, layout);
     std::vector<Quant> quants = {resolved.quant};
     std::vector<std::optional<Dtype>> kv_dtypes = {layout.kv_dtype};
     const bool vllm = layout.engine == Engine::vllm;
@@ -303,7 +303,7 @@ class Search {
   // Prices `s` with memory(); keeps it on the front when it fits with the
   // required headroom. True when it fits.
   bool consider(const Gpu& gpu, const Setup& s) {
-    const Setup r = resolve_setup(m_model, s);
+    const Setup r = resolve_setup(m_model, gpu, s);
     const Budget budget = memory(m_model, gpu, r);
     ++m_evaluated;
     const auto min_headroom = static_cast<Bytes>(m_limits.min_headroom_gib *

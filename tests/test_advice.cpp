@@ -290,11 +290,12 @@ TEST_CASE("plan_args: writes the GPUs and only the options that differ",
         "full");
   // tp other than the default, vLLM options, QLoRA's default nf4 left out.
   CHECK(plan_args("llama3-70b", a100,
-                  resolve_setup(model, Setup{.gpus = 4,
-                                             .engine = Engine::vllm,
-                                             .tp = 2,
-                                             .gpu_util = 0.85,
-                                             .max_model_len = 2048})) ==
+                  resolve_setup(model, a100,
+                                Setup{.gpus = 4,
+                                      .engine = Engine::vllm,
+                                      .tp = 2,
+                                      .gpu_util = 0.85,
+                                      .max_model_len = 2048})) ==
         "llama3-70b --gpus 4xA100-80 --engine vllm --tp 2 --gpu-util 0.85 "
         "--max-model-len 2048");
   CHECK(plan_args(

@@ -349,3 +349,29 @@ TEST_CASE("vllm: gpt-oss MXFP4 experts pad each GPU's columns to 64",
   CHECK(weight_bytes(m, s, all) - hf1 ==
         Approx(13'271'040 + 16'777'216).margin(2));
 }
+
+TEST_CASE("vllm: the default scheduler budget follows the card", "[vllm]") {
+  const Catalog& cat = test::catalog();
+  // get_batch_defaults: >= 70 GiB and not an A100 -> 8192, else 2048.
+  CHECK(vllm_default_batched_tokens(find_gpu(cat, "H100")) == 8192);
+  CHECK(vllm_default_batched_tokens(find_gpu(cat, "H200")) == 8192);
+  CHECK(vllm_default_batched_tokens(find_gpu(cat, "A100-80")) == 2048);
+  CHECK(vllm_default_batched_tokens(find_gpu(cat, "L40S")) == 2048);
+
+  const Model& m = find_model(cat, "llama-3.1-8b");
+  const Gpu& l40s = find_gpu(cat, "L40S");
+  Setup s;
+  s.engine = Engine::vllm;
+  s = resolve_setup(m, l40s, s);
+  CHECK(s.max_num_batched_tokens == 2048);
+  Setup explicit_tokens;
+  explicit_tokens.engine = Engine::vllm;
+  explicit_tokens.max_num_batched_tokens = 4096;
+  CHECK(resolve_setup(m, l40s, explicit_tokens).max_num_batched_tokens == 4096);
+  const Budget b = memory(m, l40s, s);
+  // The sampler run over min(256 seqs, 2048) rows dominates:
+  //   2048 x 4096 x 2 (hidden) + 256 x 128256 x (2 + 13)
+  //   = 16,777,216 + 492,503,040 = 509,280,256 B
+  // (the forward: 5 x 2048 x 4096 x 2 + 3 x 2048 x 14336 x 2 = 260,046,848).
+  CHECK(b.vllm->activation_peak_bytes == 509'280'256);
+}

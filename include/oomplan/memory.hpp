@@ -137,6 +137,14 @@ struct Budget {
 // quant for qlora, vLLM batched tokens). Pure; REQUIRES a validated setup.
 Setup resolve_setup(const Model& model, const Setup& setup);
 
+// As above with the card known: vLLM V1's default scheduler budget for the
+// OpenAI server follows the card (engine/arg_utils.py get_batch_defaults):
+// 8192 tokens on cards of 70 GiB and more except the A100, else 2048.
+Setup resolve_setup(const Model& model, const Gpu& gpu, const Setup& setup);
+
+// That V1 default for one card: 8192 or 2048 tokens.
+std::int64_t vllm_default_batched_tokens(const Gpu& gpu);
+
 // The plan for one setup: the most loaded GPU's budget. REQUIRES
 // resolve_setup() was applied and the setup validated (validate_setup).
 Budget memory(const Model& model, const Gpu& gpu, const Setup& setup);

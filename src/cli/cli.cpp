@@ -587,7 +587,7 @@ int run_plan_one(const Catalog& catalog, const Model& model,
   }
   set_gpu_count(setup, spec.count);
   const Gpu& gpu = *spec.gpu;
-  const Setup resolved = resolve_setup(model, setup);
+  const Setup resolved = resolve_setup(model, gpu, setup);
   check_parallel_sizes(setup, resolved);
   if (setup.tp == 0 && model.num_heads > 0 &&
       model.num_heads % resolved.tp != 0) {
@@ -669,7 +669,7 @@ std::optional<std::pair<Setup, Budget>> price_sizing(
     std::optional<Error>& first_error) {
   for (const Setup& setup : sizing_layouts(base, count)) {
     try {
-      const Setup resolved = resolve_setup(model, setup);
+      const Setup resolved = resolve_setup(model, gpu, setup);
       check_parallel_sizes(setup, resolved);
       validate_setup(model, gpu, resolved);
       return std::make_pair(resolved, memory(model, gpu, resolved));
