@@ -86,6 +86,30 @@ double rope_cache_bytes(const Model& m, double dtype) {
          static_cast<double>(rotary) * dtype;
 }
 
+// vLLM's MXFP4 MoE weight shapes per GPU (quantization/mxfp4.py
+// get_mxfp4_backend + Mxfp4MoEMethod.create_weights): Hopper runs the Triton
+// kernels, which pad the expert columns to a multiple of 64; Blackwell
+// (SM100) the FlashInfer kernels, which pad columns and hidden to 256; older
+// cards (and SM120) Marlin, 128 and 256 (its n % 256, k % 128 rule).
+struct Mxfp4Padding {
+  std::int64_t inter = 0;
+  std::int64_t hidden = 0;
+  bool fp32_bias = false;
+};
+
+Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc) {
+  auto up = [](std::int64_t v, std::int64_t to) {
+    return ceil_div(v, to) * to;
+  };
+  if (cc == 0 || (cc >= 90 && cc < 100)) {
+    return {up(part, 64), hidden, true};
+  }
+  if (cc >= 100 && cc < 110) {
+    return {up(part, 256), up(hidden, 256), true};
+  }
+  return {up(part, 128), up(hidden, 256), false};
+}
+
 }  // namespace
 
 Bytes weight_bytes(const Model& model, const Setup& setup,
@@ -150,30 +174,29 @@ Bytes weight_bytes(const Model& model, const Setup& setup,
     // else stay 16-bit (reproduces the checkpoint bytes exactly).
     double expert_params = experts;
     if (setup.engine == Engine::vllm && m.moe_intermediate_size > 0) {
-      // vLLM's Triton MXFP4 MoE (the Hopper default) pads each GPU's expert
-      // columns to a multiple of 64 (quantization/mxfp4.py
-      // Mxfp4MoEMethod.create_weights round_up(intermediate_per_partition,
-      // 64)): gpt-oss's 2880 / tp = 1440 -> 1472 at tp 2, 720 -> 768 at 4.
-      // gate_up and down both scale with the padded width.
-      const std::int64_t part =
-          m.moe_intermediate_size / static_cast<std::int64_t>(tp);
-      const std::int64_t padded_part = ceil_div(part, 64) * 64;
+      const auto itp = static_cast<std::int64_t>(tp);
+      const std::int64_t part = m.moe_intermediate_size / itp;
+      const Mxfp4Padding pad =
+          mxfp4_padding(part, m.hidden_size, share.compute_capability);
       if (part > 0) {
-        expert_params *=
-            static_cast<double>(padded_part) / static_cast<double>(part);
+        // gate_up [E, 2 x I_pad, H_pad / 2] and down [E, H_pad, I_pad / 2].
+        expert_params *= static_cast<double>(pad.inter * pad.hidden) /
+                         static_cast<double>(part * m.hidden_size);
       }
       if (m.mlp_bias) {
-        // process_weights_after_loading casts the expert biases to fp32:
-        // w13_bias (2 x padded columns, split by tp) and w2_bias (hidden,
-        // on every GPU) per expert, in place of the bf16 ones in c.small.
+        // w13_bias (2 x padded columns, split by tp) and w2_bias (padded
+        // hidden, on every GPU) per expert, in place of the checkpoint's
+        // bf16 ones in c.small; fp32 after the Triton and FlashInfer
+        // kernels' process_weights_after_loading.
+        const double bias_bytes = pad.fp32_bias ? 4.0 : dtype;
         const double per_layer_bf16 =
             static_cast<double>(m.num_experts) *
             static_cast<double>(2 * m.moe_intermediate_size + m.hidden_size);
-        const double per_layer_fp32 =
+        const double per_layer_padded =
             static_cast<double>(m.num_experts) *
-            static_cast<double>(2 * padded_part + m.hidden_size);
+            static_cast<double>(2 * pad.inter + pad.hidden);
         bytes += static_cast<double>(moe_here) *
-                 (4.0 * per_layer_fp32 - dtype * per_layer_bf16);
+                 (bias_bytes * per_layer_padded - dtype * per_layer_bf16);
       }
     }
     bytes +=

@@ -441,7 +441,9 @@ std::int64_t vllm_max_len(const Model& m, const Setup& s, const VllmStage& st) {
 VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Setup& s,
                      const Range& r, Bytes requested) {
   VllmStage st;
-  st.weights = weight_bytes(m, s, share_of(r));
+  WeightShare share = share_of(r);
+  share.compute_capability = gpu.compute_capability;
+  st.weights = weight_bytes(m, s, share);
   st.activation = vllm_activation(m, s, r);
   st.non_torch = vllm_non_torch(gpu, s);
   st.graphs = vllm_cuda_graphs(m, s, r);

@@ -375,3 +375,33 @@ TEST_CASE("vllm: the default scheduler budget follows the card", "[vllm]") {
   // (the forward: 5 x 2048 x 4096 x 2 + 3 x 2048 x 14336 x 2 = 260,046,848).
   CHECK(b.vllm->activation_peak_bytes == 509'280'256);
 }
+
+TEST_CASE("vllm: gpt-oss before Hopper pads MXFP4 experts for Marlin",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "gpt-oss-20b");
+  Setup s;
+  s.engine = Engine::hf;
+  WeightShare all{0, m.num_layers, true, true};
+  const Bytes hf = weight_bytes(m, s, all);
+  s.engine = Engine::vllm;
+  all.compute_capability = 89;  // L4: Marlin, columns to 128, hidden to 256
+  // gate_up and down: 24 x 32 x 3 x (2944 x 3072 - 2880 x 2880) x 0.53125 B
+  //   = 917,471,232 B
+  // bf16 biases, padded: 24 x 32 x ((2 x 2944 + 3072) - 8640) x 2 = 491,520
+  // RoPE cache 131072 x 64 x 2 = 16,777,216
+  CHECK(weight_bytes(m, s, all) - hf ==
+        Approx(917'471'232 + 491'520 + 16'777'216).margin(2));
+  // The plan on an L4 loads what the Marlin kernel holds.
+  Setup v;
+  v.engine = Engine::vllm;
+  const Gpu& l4 = find_gpu(cat, "L4");
+  const Budget b = memory(m, l4, resolve_setup(m, l4, v));
+  CHECK(b.vllm->weights_bytes == weight_bytes(m, s, all));
+  // Blackwell (FlashInfer): both to 256, 2880 -> 3072, fp32 biases.
+  all.compute_capability = 100;
+  // 24 x 32 x 3 x (3072 x 3072 - 2880 x 2880) x 0.53125 = 1,398,767,616
+  // biases 24 x 32 x ((2 x 3072 + 3072) x 4 - 8640 x 2) = 15,040,512
+  CHECK(weight_bytes(m, s, all) - hf ==
+        Approx(1'398'767'616 + 15'040'512 + 16'777'216).margin(2));
+}

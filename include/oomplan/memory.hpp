@@ -168,6 +168,9 @@ struct WeightShare {
   std::int64_t layer_end = 0;
   bool embedding = true;
   bool lm_head = true;
+  // Engine vllm: the card's compute capability picks the MXFP4 MoE kernel
+  // and so its weight padding (0: the Hopper default).
+  int compute_capability = 0;
 };
 Bytes weight_bytes(const Model& model, const Setup& setup,
                    const WeightShare& share);
