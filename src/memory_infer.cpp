@@ -480,6 +480,38 @@ VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Setup& s,
   return st;
 }
 
+// The oldest card a weight format's vLLM kernels run on (each quantization
+// config's get_min_capability): fp8 and mxfp4 80 (Marlin weight-only on
+// Ampere), awq 75, gptq 60, bitsandbytes 70; 0 when unquantized.
+int vllm_min_capability(Quant quant) {
+  switch (quant) {
+    case Quant::fp8:
+    case Quant::mxfp4:
+      return 80;
+    case Quant::awq:
+      return 75;
+    case Quant::gptq:
+      return 60;
+    case Quant::int8:
+    case Quant::nf4:
+    case Quant::nf4_nodq:
+      return 70;
+    default:
+      return 0;
+  }
+}
+
+std::string vllm_quant_method(Quant quant) {
+  switch (quant) {
+    case Quant::int8:
+    case Quant::nf4:
+    case Quant::nf4_nodq:
+      return "bitsandbytes";
+    default:
+      return std::string(quant_name(quant));
+  }
+}
+
 std::string fixed2(double value) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", value);
@@ -562,6 +594,24 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
         ") is greater than the derived max_model_len "
         "(max_position_embeddings=" +
         std::to_string(m.max_position_embeddings) + " in model's config.json).";
+  } else if (const int need_cc = vllm_min_capability(s.quant);
+             gpu.compute_capability > 0 && gpu.compute_capability < need_cc) {
+    // VllmConfig._get_quantization_config: the method's get_min_capability.
+    p.error = "The quantization method " + vllm_quant_method(s.quant) +
+              " is not supported for the current GPU. Minimum capability: " +
+              std::to_string(need_cc) + ". Current capability: " +
+              std::to_string(gpu.compute_capability) + ".";
+  } else if (gpu.compute_capability > 0 && gpu.compute_capability < 80 &&
+             s.dtype == Dtype::bf16) {
+    // platforms/cuda.py check_if_supports_dtype, at worker start-up.
+    p.error =
+        "Bfloat16 is only supported on GPUs with compute capability of at "
+        "least 8.0. Your " +
+        gpu.full_name + " GPU has compute capability " +
+        std::to_string(gpu.compute_capability / 10) + "." +
+        std::to_string(gpu.compute_capability % 10) +
+        ". You can use float16 instead by explicitly setting the `dtype` "
+        "flag in CLI, for example: --dtype=half.";
   } else if (dbl(worst.weights) > free) {
     // The load itself runs out of memory before any profiling.
     p.error =

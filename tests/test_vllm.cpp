@@ -405,3 +405,37 @@ TEST_CASE("vllm: gpt-oss before Hopper pads MXFP4 experts for Marlin",
   CHECK(weight_bytes(m, s, all) - hf ==
         Approx(1'398'767'616 + 15'040'512 + 16'777'216).margin(2));
 }
+
+TEST_CASE("vllm: cards older than a format's kernels refuse it at start-up",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  auto plan = [&](const char* model, const char* gpu, Setup s) {
+    const Model& m = find_model(cat, model);
+    const Gpu& g = find_gpu(cat, gpu);
+    s.engine = Engine::vllm;
+    return memory(m, g, resolve_setup(m, g, s));
+  };
+  // Mxfp4Config.get_min_capability() = 80; V100 is 7.0.
+  Budget b =
+      plan("gpt-oss-20b", "V100-32", Setup{.gpus = 2, .dtype = Dtype::fp16});
+  REQUIRE_FALSE(b.vllm->error.empty());
+  CHECK_THAT(b.vllm->error,
+             Catch::Contains("quantization method mxfp4 is not supported") &&
+                 Catch::Contains("Minimum capability: 80. Current "
+                                 "capability: 70."));
+  CHECK_FALSE(b.fits());
+  // bf16 needs 8.0 (platforms/cuda.py); fp16 on the same T4 starts.
+  b = plan("llama-3.2-1b", "T4", Setup{});
+  REQUIRE_FALSE(b.vllm->error.empty());
+  CHECK_THAT(b.vllm->error, Catch::Contains("compute capability 7.5") &&
+                                Catch::Contains("--dtype=half"));
+  b = plan("llama-3.2-1b", "T4", Setup{.dtype = Dtype::fp16});
+  CHECK(b.vllm->error.empty());
+  // FP8 runs weight-only through Marlin on Ampere (min capability 80).
+  b = plan("llama-3.2-1b", "A10G", Setup{.quant = Quant::fp8});
+  CHECK(b.vllm->error.empty());
+  b = plan("llama-3.2-1b", "T4",
+           Setup{.dtype = Dtype::fp16, .quant = Quant::fp8});
+  REQUIRE_FALSE(b.vllm->error.empty());
+  CHECK_THAT(b.vllm->error, Catch::Contains("method fp8"));
+}
