@@ -81,9 +81,18 @@ double rope_cache_bytes(const Model& m, double dtype) {
   }
   const std::int64_t rotary =
       m.kv_lora_rank > 0 ? m.qk_rope_head_dim : m.head_dim;
-  const double caches = m.model_type.rfind("gemma3", 0) == 0 ? 2.0 : 1.0;
-  return caches * static_cast<double>(m.max_position_embeddings) *
-         static_cast<double>(rotary) * dtype;
+  const double positions = static_cast<double>(m.max_position_embeddings);
+  double cached = positions;
+  if (m.model_type.rfind("gemma3", 0) == 0) {
+    // Gemma 3 (vllm/model_executor/models/gemma3.py): the sliding layers
+    // use a default RoPE, the global layers config.rope_scaling. The 128k
+    // sizes (4B/12B/27B) scale linearly by 8 (catalog_facts.md, rope_type
+    // linear, factor 8.0) and LinearScalingRotaryEmbedding caches
+    // max_position x factor positions; the 32k 1B has no scaling.
+    const double factor = m.max_position_embeddings > 32768 ? 8.0 : 1.0;
+    cached = positions + positions * factor;
+  }
+  return cached * static_cast<double>(rotary) * dtype;
 }
 
 // vLLM's MXFP4 MoE weight shapes per GPU (quantization/mxfp4.py

@@ -439,3 +439,20 @@ TEST_CASE("vllm: cards older than a format's kernels refuse it at start-up",
   REQUIRE_FALSE(b.vllm->error.empty());
   CHECK_THAT(b.vllm->error, Catch::Contains("method fp8"));
 }
+
+TEST_CASE("vllm: Gemma 3's global layers cache 8x the positions", "[vllm]") {
+  const Catalog& cat = test::catalog();
+  auto rope = [&](const char* id) {
+    const Model& m = find_model(cat, id);
+    Setup s;
+    const WeightShare all{0, m.num_layers, true, true};
+    const Bytes hf = weight_bytes(m, s, all);
+    s.engine = Engine::vllm;
+    return weight_bytes(m, s, all) - hf;
+  };
+  // 27B: local 131072 + global (linear x8) 1,048,576 positions x 128 x 2 B
+  //   = 301,989,888 B (vocabulary 262208 = 4097 x 64: no padding)
+  CHECK(rope("gemma-3-27b") == 301'989'888);
+  // 1B (32k, no rope_scaling): two caches of 32768 x 256 x 2 B = 33,554,432
+  CHECK(rope("gemma-3-1b") == 33'554'432);
+}
