@@ -22,19 +22,20 @@ constexpr std::array k_dtypes = {
 struct QuantRow {
   Quant quant;
   std::string_view name;
+  int bits;  // bits per stored weight, scales aside; 0: --dtype's
 };
 
 constexpr std::array k_quants = {
-    QuantRow{Quant::automatic, "auto"},
-    QuantRow{Quant::none,      "none"},
-    QuantRow{Quant::int8,      "int8"},
-    QuantRow{Quant::fp8,       "fp8"},
-    QuantRow{Quant::int4,      "int4"},
-    QuantRow{Quant::nf4,       "nf4"},
-    QuantRow{Quant::nf4_nodq,  "nf4-nodq"},
-    QuantRow{Quant::gptq,      "gptq"},
-    QuantRow{Quant::awq,       "awq"},
-    QuantRow{Quant::mxfp4,     "mxfp4"},
+    QuantRow{Quant::automatic, "auto",     0},
+    QuantRow{Quant::none,      "none",     0},
+    QuantRow{Quant::int8,      "int8",     8},
+    QuantRow{Quant::fp8,       "fp8",      8},
+    QuantRow{Quant::int4,      "int4",     4},
+    QuantRow{Quant::nf4,       "nf4",      4},
+    QuantRow{Quant::nf4_nodq,  "nf4-nodq", 4},
+    QuantRow{Quant::gptq,      "gptq",     4},
+    QuantRow{Quant::awq,       "awq",      4},
+    QuantRow{Quant::mxfp4,     "mxfp4",    4},
 };
 // clang-format on
 
@@ -65,6 +66,15 @@ std::string_view quant_name(Quant quant) {
     }
   }
   return "none";
+}
+
+int quant_bits(Quant quant) {
+  for (const auto& row : k_quants) {
+    if (row.quant == quant) {
+      return row.bits;
+    }
+  }
+  return 0;
 }
 
 std::optional<Dtype> dtype_from_name(std::string_view name) {

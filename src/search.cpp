@@ -58,12 +58,6 @@ bool dominates(const Candidate& a, const Candidate& b) {
   return no_worse && better;
 }
 
-bool is_4bit(Quant quant) {
-  return quant == Quant::int4 || quant == Quant::nf4 ||
-         quant == Quant::nf4_nodq || quant == Quant::gptq ||
-         quant == Quant::awq || quant == Quant::mxfp4;
-}
-
 // The GPU counts tried: powers of two inside one node, then whole 8-GPU
 // nodes.
 std::vector<int> gpu_counts(int max_gpus) {
@@ -324,7 +318,7 @@ class Search {
     // Inference only: training modes fix the weights' format.
     if (!r.training()) {
       if (r.quant != m_base_quant) {
-        c.precision_loss += is_4bit(r.quant) ? 2 : 1;
+        c.precision_loss += quant_bits(r.quant) == 4 ? 2 : 1;
       }
       if (r.kv_dtype != m_base.kv_dtype) {
         c.precision_loss += 1;

@@ -65,12 +65,6 @@ double inter_node_bytes_s(const Gpu& gpu) {
                   gb_s(k_internode_gb_s) * k_link_util);
 }
 
-bool is_4bit(Quant quant) {
-  return quant == Quant::int4 || quant == Quant::nf4 ||
-         quant == Quant::nf4_nodq || quant == Quant::gptq ||
-         quant == Quant::awq || quant == Quant::mxfp4;
-}
-
 // Weights read per forward pass (all layers, split by tp), in bytes.
 double weight_read_bytes(const Model& model, const Setup& setup) {
   return static_cast<double>(weight_bytes(
@@ -185,7 +179,7 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   t.flops_per_step = per_token * t.tokens_per_step;
   const int gpus = setup.total_gpus();
   double compute = t.flops_per_step / gpus / (peak_flops(gpu, setup) * k_mfu);
-  if (is_4bit(setup.quant) && !full) {
+  if (quant_bits(setup.quant) == 4 && !full) {
     compute *= k_nf4_train_factor;
   }
   // 1F1B pipeline bubble: (pp - 1) idle slots per `accum` micro-batches

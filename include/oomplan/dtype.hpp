@@ -29,6 +29,9 @@ int dtype_bytes(Dtype dtype);
 
 std::string_view dtype_name(Dtype dtype);
 std::string_view quant_name(Quant quant);
+// Bits per stored weight before scales (8 or 4); 0 for auto and none, whose
+// width is --dtype's (or the checkpoint's).
+int quant_bits(Quant quant);
 
 // REQUIRES: nothing. Returns nullopt for an unknown name (the caller reports
 // it).
