@@ -575,6 +575,20 @@ struct Runtime {
   bool color = false;
 };
 
+// Renders one result in the --format asked for; only that one is built.
+template <typename Text, typename Json, typename Markdown>
+std::string render(Format format, Text text, Json json, Markdown markdown) {
+  switch (format) {
+    case Format::json:
+      return json();
+    case Format::markdown:
+      return markdown();
+    case Format::text:
+      break;
+  }
+  return text();
+}
+
 int run_plan_one(const Catalog& catalog, const Model& model,
                  const PlanOptions& options, Setup setup, Format format,
                  Runtime& rt) {
@@ -616,17 +630,9 @@ int run_plan_one(const Catalog& catalog, const Model& model,
   }
   plan.time = estimate_time(model, gpu, resolved, plan.budget);
 
-  switch (format) {
-    case Format::json:
-      rt.out = render_json(plan);
-      break;
-    case Format::markdown:
-      rt.out = render_markdown(plan);
-      break;
-    case Format::text:
-      rt.out = render_text(plan, RenderOptions{.color = rt.color});
-      break;
-  }
+  rt.out = render(
+      format, [&] { return render_text(plan, {.color = rt.color}); },
+      [&] { return render_json(plan); }, [&] { return render_markdown(plan); });
   return plan.budget.fits() ? k_exit_fits : k_exit_does_not_fit;
 }
 
@@ -720,17 +726,10 @@ int run_sizing(const Catalog& catalog, const Model& model,
   if (!any_valid && first_error) {
     throw *first_error;
   }
-  switch (format) {
-    case Format::json:
-      rt.out = render_sizing_json(sizing);
-      break;
-    case Format::markdown:
-      rt.out = render_sizing_markdown(sizing);
-      break;
-    case Format::text:
-      rt.out = render_sizing_text(sizing, RenderOptions{.color = rt.color});
-      break;
-  }
+  rt.out = render(
+      format, [&] { return render_sizing_text(sizing, {.color = rt.color}); },
+      [&] { return render_sizing_json(sizing); },
+      [&] { return render_sizing_markdown(sizing); });
   return any_fits ? k_exit_fits : k_exit_does_not_fit;
 }
 
@@ -809,36 +808,24 @@ int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
     }
   }
 
-  const FitResult result = fit(*loaded.model, gpus, base, constraints);
-  switch (format) {
-    case Format::json:
-      rt.out = render_fit_json(result, *loaded.model, options.model);
-      break;
-    case Format::markdown:
-      rt.out = render_fit_markdown(result, *loaded.model, options.model);
-      break;
-    case Format::text:
-      rt.out = render_fit_text(result, *loaded.model, options.model);
-      break;
-  }
+  const Model& model = *loaded.model;
+  const FitResult result = fit(model, gpus, base, constraints);
+  rt.out = render(
+      format, [&] { return render_fit_text(result, model, options.model); },
+      [&] { return render_fit_json(result, model, options.model); },
+      [&] { return render_fit_markdown(result, model, options.model); });
   const bool any_fits = std::any_of(result.plans.begin(), result.plans.end(),
                                     [](const FitPlan& p) { return p.fits; });
   return any_fits ? k_exit_fits : k_exit_does_not_fit;
 }
 
-int run_models(const ListOptions& options, const CLI::App& app, Runtime& rt) {
+// `oomplan models` and `oomplan gpus`: JSON, else the text table.
+using CatalogRender = std::string (*)(const Catalog&);
+int run_list(const ListOptions& options, const CLI::App& app, Runtime& rt,
+             CatalogRender text, CatalogRender json) {
   const Format format = output_format(options.output, app);
   const Catalog catalog = load_catalog(options.output.catalog_dir);
-  rt.out = format == Format::json ? render_models_json(catalog)
-                                  : render_models_text(catalog);
-  return k_exit_fits;
-}
-
-int run_gpus(const ListOptions& options, const CLI::App& app, Runtime& rt) {
-  const Format format = output_format(options.output, app);
-  const Catalog catalog = load_catalog(options.output.catalog_dir);
-  rt.out = format == Format::json ? render_gpus_json(catalog)
-                                  : render_gpus_text(catalog);
+  rt.out = format == Format::json ? json(catalog) : text(catalog);
   return k_exit_fits;
 }
 
@@ -980,9 +967,10 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
     return run_fit(fit_options, *fit_app, rt);
   }
   if (models->parsed()) {
-    return run_models(models_options, *models, rt);
+    return run_list(models_options, *models, rt, render_models_text,
+                    render_models_json);
   }
-  return run_gpus(gpus_options, *gpus, rt);
+  return run_list(gpus_options, *gpus, rt, render_gpus_text, render_gpus_json);
 }
 
 }  // namespace
