@@ -38,10 +38,11 @@ constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
 constexpr double k_expandable_reserve = 0.02;
 // Fragmentation worth a fix: at least 3 % of the card.
 constexpr double k_fragmentation_share = 0.03;
+// Optimizer states worth 8-bit AdamW: at least 1 % of the card.
+constexpr double k_optimizer_share = 0.01;
 
 struct Ctx {
   const Model& model;
-  const Gpu& gpu;
   const Setup& base;
   const std::vector<Gpu>& gpus;
 };
@@ -96,6 +97,10 @@ struct FixKind {
   CostClass cost_class;
   std::string_view group;  // fixes of one group never combine
   Apply apply;
+  // Offered only when the plan has this component, at least `min_share` of
+  // the card; empty: always.
+  std::string_view needs = {};
+  double min_share = 0;
 };
 
 // --- Free knobs ---------------------------------------------------------
@@ -779,7 +784,7 @@ constexpr std::array k_fixes = {
     FixKind{"chunked-loss", CostClass::free, "loss", chunked_loss},
     FixKind{"optimizer-in-bwd", CostClass::free, "inbwd", optimizer_in_bwd},
     FixKind{"expandable-segments", CostClass::free, "alloc",
-            expandable_segments},
+            expandable_segments, "fragmentation", k_fragmentation_share},
     FixKind{"checkpointing-selective", CostClass::compute, "ckpt",
             checkpointing_selective},
     FixKind{"checkpointing-full", CostClass::compute, "ckpt",
@@ -788,8 +793,10 @@ constexpr std::array k_fixes = {
             activation_offload},
     FixKind{"zero-stage", CostClass::compute, "zero", zero_up},
     FixKind{"pipeline-parallel", CostClass::compute, "pp", pipeline},
-    FixKind{"fp8-kv-cache", CostClass::accuracy, "kv", fp8_kv_cache},
-    FixKind{"optimizer-8bit", CostClass::accuracy, "optim", optimizer_8bit},
+    FixKind{"fp8-kv-cache", CostClass::accuracy, "kv", fp8_kv_cache,
+            "kv_cache"},
+    FixKind{"optimizer-8bit", CostClass::accuracy, "optim", optimizer_8bit,
+            "optimizer", k_optimizer_share},
     FixKind{"pure-bf16", CostClass::accuracy, "precision", pure_bf16},
     FixKind{"quantize-int8", CostClass::accuracy, "quant", quantize_int8},
     FixKind{"quantize-fp8", CostClass::accuracy, "quant", quantize_fp8},
@@ -810,18 +817,13 @@ constexpr std::array k_fixes = {
 // Whether `kind` applies to a plan with `budget` (fixes aimed at one
 // component are offered only when that component is there).
 bool relevant(const FixKind& kind, const Budget& budget) {
-  if (kind.id == "expandable-segments") {
-    return static_cast<double>(budget.bytes_of("fragmentation")) >=
-           k_fragmentation_share * static_cast<double>(budget.capacity_bytes);
+  if (kind.needs.empty()) {
+    return true;
   }
-  if (kind.id == "optimizer-8bit") {
-    return static_cast<double>(budget.bytes_of("optimizer")) >=
-           0.01 * static_cast<double>(budget.capacity_bytes);
-  }
-  if (kind.id == "fp8-kv-cache") {
-    return budget.bytes_of("kv_cache") > 0;
-  }
-  return true;
+  const Bytes bytes = budget.bytes_of(kind.needs);
+  return bytes > 0 &&
+         static_cast<double>(bytes) >=
+             kind.min_share * static_cast<double>(budget.capacity_bytes);
 }
 
 // Seconds per token, the unit fixes are compared in (a fix may change how
@@ -989,7 +991,7 @@ struct ComboScore {
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
                         const std::vector<Gpu>& gpus) {
-  const Ctx c{model, gpu, setup, gpus};
+  const Ctx c{model, setup, gpus};
   const auto base = price(model, gpu, setup);
   if (!base) {
     return {};
@@ -1034,9 +1036,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
   // dearer ones do: pairs, then triples, then quadruples of applicable fixes
   // (no two of one group), cheaper in their dearest member than any fitting
   // single fix; one per cost class. Shorter sequences join only when nothing
-  // else works: they change the task.
-  // A shorter sequence changes the task, so it does not stand in for a
-  // combination that keeps it.
+  // else works: they change the task, so a fitting one does not stand in for
+  // a combination that keeps it.
   int cheapest_fitting = static_cast<int>(CostClass::offload) + 1;
   for (const Fix& f : fixes) {
     if (f.fits && f.id != "shorter-seq" && f.id != "max-model-len") {
