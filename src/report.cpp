@@ -245,6 +245,15 @@ std::string md_cell(std::string_view text) {
   return out;
 }
 
+// Text built line by line: put("...") appends one line.
+struct Lines {
+  std::string out;
+  void operator()(std::string_view text) {
+    out += text;
+    out += '\n';
+  }
+};
+
 bool has_stages(const Plan& plan) {
   return !plan.budget.stages.empty() &&
          (plan.setup.pp > 1 || plan.setup.split_layers);
@@ -326,11 +335,7 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
   const Style st{options.color};
   const Budget& b = plan.budget;
   const Setup& s = plan.setup;
-  std::string out;
-  auto put = [&out](std::string_view text) {
-    out += text;
-    out += '\n';
-  };
+  Lines put;
 
   put(st.bold(setup_line(*plan.model, plan.gpu, s)));
   put("");
@@ -430,7 +435,7 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
     put("");
     put("no fix found in the catalog; try oomplan fit for a full search");
   }
-  return out;
+  return put.out;
 }
 
 std::string render_json(const Plan& plan) {
@@ -556,11 +561,7 @@ std::string render_json(const Plan& plan) {
 
 std::string render_markdown(const Plan& plan) {
   const Budget& b = plan.budget;
-  std::string out;
-  auto put = [&out](std::string_view text) {
-    out += text;
-    out += '\n';
-  };
+  Lines put;
   put(fmt::format("### oomplan: {} on {} x {}", plan.model->name,
                   plan.setup.total_gpus(), plan.gpu->name));
   put("");
@@ -609,7 +610,7 @@ std::string render_markdown(const Plan& plan) {
                       fix_args(plan, fix)));
     }
   }
-  return out;
+  return put.out;
 }
 
 // --- Sizing: `oomplan MODEL` without --gpus.
@@ -625,11 +626,7 @@ std::string sizing_args(const Sizing& sizing, const SizingRow& row) {
 std::string render_sizing_text(const Sizing& sizing,
                                const RenderOptions& options) {
   const Style st{options.color};
-  std::string out;
-  auto put = [&out](std::string_view text) {
-    out += text;
-    out += '\n';
-  };
+  Lines put;
   put(st.bold(setup_line(*sizing.model, nullptr, sizing.setup)));
   put(fmt::format("the fewest GPUs that fit, per common GPU (up to {}):",
                   sizing.max_gpus));
@@ -647,7 +644,7 @@ std::string render_sizing_text(const Sizing& sizing,
                              row.gpu->name, "-", sizing.max_gpus)));
     }
   }
-  return out;
+  return put.out;
 }
 
 std::string render_sizing_json(const Sizing& sizing) {
@@ -673,11 +670,7 @@ std::string render_sizing_json(const Sizing& sizing) {
 }
 
 std::string render_sizing_markdown(const Sizing& sizing) {
-  std::string out;
-  auto put = [&out](std::string_view text) {
-    out += text;
-    out += '\n';
-  };
+  Lines put;
   put(fmt::format("### oomplan: the fewest GPUs for {}", sizing.model->name));
   put("");
   put(fmt::format("`{}`", setup_line(*sizing.model, nullptr, sizing.setup)));
@@ -694,7 +687,7 @@ std::string render_sizing_markdown(const Sizing& sizing) {
                       sizing.max_gpus));
     }
   }
-  return out;
+  return put.out;
 }
 
 // --- The catalog.
