@@ -62,6 +62,17 @@ struct CliResult {
   std::string err;
 };
 
+// The whitespace-separated words of `line` (a fix's args, unquoted).
+inline std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  std::string word;
+  while (in >> word) {
+    out.push_back(word);
+  }
+  return out;
+}
+
 // Runs the CLI in-process, as `oomplan ARGS...` would.
 inline CliResult run_cli(const std::vector<std::string>& args) {
   std::ostringstream out;

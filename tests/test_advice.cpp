@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -65,16 +64,6 @@ Planned plan_case(const Case& c) {
   validate_setup(*p.model, *p.gpu, p.setup);
   p.budget = memory(*p.model, *p.gpu, p.setup);
   return p;
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  std::string word;
-  while (in >> word) {
-    words.push_back(word);
-  }
-  return words;
 }
 
 }  // namespace
@@ -316,7 +305,7 @@ TEST_CASE("plan_args: every fix's command line reproduces its total and fit",
     for (const Fix& f : fixes) {
       const std::string args = plan_args(c.model, *f.gpu, f.setup);
       INFO(args);
-      auto words = split(args);
+      auto words = test::words(args);
       words.emplace_back("--json");
       const auto run = test::run_cli(words);
       REQUIRE(run.code != 2);
@@ -628,7 +617,7 @@ TEST_CASE("plan_args: every option survives the round trip through the CLI",
     const Planned p = plan_case(c);
     const std::string args = plan_args(c.model, *p.gpu, p.setup);
     INFO(args);
-    auto words = split(args);
+    auto words = test::words(args);
     words.emplace_back("--json");
     const auto run = test::run_cli(words);
     REQUIRE(run.code != 2);

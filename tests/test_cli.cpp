@@ -20,6 +20,7 @@ namespace {
 using nlohmann::json;
 using oomplan::test::run_binary;
 using oomplan::test::run_cli;
+using oomplan::test::words;
 
 const std::string k_readme_args = "llama3-70b --gpus 4xA100-80 --seq 8192";
 
@@ -28,16 +29,6 @@ std::string read_text(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::vector<std::string> split_args(const std::string& line) {
-  std::vector<std::string> args;
-  std::istringstream words(line);
-  std::string word;
-  while (words >> word) {
-    args.push_back(word);
-  }
-  return args;
 }
 
 }  // namespace
@@ -56,7 +47,7 @@ TEST_CASE("cli: MODEL alone means the plan subcommand", "[cli]") {
 
 TEST_CASE("cli: the text report has the setup line, the table and the verdict",
           "[cli]") {
-  const auto r = run_cli(split_args(k_readme_args));
+  const auto r = run_cli(words(k_readme_args));
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("llama-3-70b (70.55B params) on 4 x "
                                       "A100-80: infer (hf), seq 8192"));
@@ -70,7 +61,7 @@ TEST_CASE("cli: the text report has the setup line, the table and the verdict",
 }
 
 TEST_CASE("cli: colour only on a terminal and never with NO_COLOR", "[cli]") {
-  const std::vector<std::string> args = split_args(k_readme_args);
+  const std::vector<std::string> args = words(k_readme_args);
   std::ostringstream tty_out;
   std::ostringstream tty_err;
   CHECK(oomplan::cli::run(args, tty_out, tty_err, true, false) == 0);
@@ -132,7 +123,7 @@ TEST_CASE("cli: each fix's args reproduce its total_bytes and verdict",
   REQUIRE(!doc["fixes"].empty());
   for (const auto& fix : doc["fixes"]) {
     INFO(fix["args"].get<std::string>());
-    auto args = split_args(fix["args"].get<std::string>());
+    auto args = words(fix["args"].get<std::string>());
     args.emplace_back("--json");
     const auto rerun = run_cli(args);
     REQUIRE(rerun.code != 2);
@@ -155,7 +146,7 @@ TEST_CASE("cli: without --gpus each common GPU gets the fewest that fit",
       continue;
     }
     // The suggested command fits ...
-    auto args = split_args(row["args"].get<std::string>());
+    auto args = words(row["args"].get<std::string>());
     CHECK(run_cli(args).code == 0);
     // ... and half as many GPUs (same tp rule) does not.
     const int count = row["count"].get<int>();
@@ -470,7 +461,7 @@ TEST_CASE("cli: README's example output is what the binary prints", "[cli]") {
 TEST_CASE("cli: a repeated option takes its last value", "[cli]") {
   const auto twice = run_cli({"llama3-70b", "--gpus", "1xA100-80", "--seq",
                               "1024", "--gpus", "4xA100-80", "--seq", "8192"});
-  const auto once = run_cli(split_args(k_readme_args));
+  const auto once = run_cli(words(k_readme_args));
   CHECK(twice.code == 0);
   CHECK(twice.out == once.out);
 }
@@ -489,7 +480,7 @@ TEST_CASE("cli: fit prints oomplan.fit/1 plans whose args reproduce them",
     INFO(plan["args"].get<std::string>());
     const std::string gpu = plan["gpu"]["name"].get<std::string>();
     CHECK((gpu == "A100-80" || gpu == "RTX4090"));
-    auto args = split_args(plan["args"].get<std::string>());
+    auto args = words(plan["args"].get<std::string>());
     args.emplace_back("--json");
     const auto rerun = run_cli(args);
     REQUIRE(rerun.code != 2);

@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,16 +29,6 @@ std::vector<const Gpu*> all_gpus() {
     out.push_back(&gpu);
   }
   return out;
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  std::string word;
-  while (in >> word) {
-    words.push_back(word);
-  }
-  return words;
 }
 
 // Every plan: re-priced by memory() to the same bytes, fits, respects the
@@ -227,7 +216,7 @@ TEST_CASE("search: each plan's command line reproduces it through the CLI",
     for (const FitPlan& p : result.plans) {
       const std::string args = plan_args("llama3-70b", *p.gpu, p.setup);
       INFO(args);
-      auto words = split(args);
+      auto words = test::words(args);
       words.emplace_back("--json");
       const auto run = test::run_cli(words);
       REQUIRE(run.code == 0);
