@@ -80,6 +80,15 @@ Needs needs_of(const Setup& setup) {
   if (setup.mode == Mode::full) {
     return {};
   }
+  if (setup.mode == Mode::qlora && setup.precision == Precision::mixed) {
+    // PEFT QLoRA runs every frozen projection through bitsandbytes'
+    // MatMul4Bit, which keeps its input for backward whenever the input
+    // needs a gradient (bitsandbytes/autograd/_functions.py
+    // MatMul4Bit.forward: ctx.tensors = (A, B) if any(needs_input_grad[:2])),
+    // adapter or not. torchtune's torchao linear_nf4 (pure precision) saves
+    // only the NF4 weight, so its frozen linears keep no input.
+    return {.norm_weight = false};
+  }
   const unsigned t = setup.lora_targets;
   return {.norm_weight = false,
           .qkv_in = (t & (k_lora_q | k_lora_k | k_lora_v)) != 0,

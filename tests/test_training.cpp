@@ -699,3 +699,31 @@ TEST_CASE("training: Llama activations per layer follow the saved tensors",
   CHECK(compiled.bytes_of("activations") ==
         139'776LL * 8192 * 32 + 4LL * 4096 * 8192);
 }
+
+TEST_CASE(
+    "training: bitsandbytes QLoRA keeps the input of every frozen NF4 linear",
+    "[training]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::qlora,
+          .seq = 2048,
+          .attn = Attn::sdpa,
+          .lora_targets = k_lora_q | k_lora_v};
+  // PEFT (mixed, bitsandbytes MatMul4Bit) saves the inputs of o_proj,
+  // gate/up and down_proj although they carry no adapter; torchtune (pure,
+  // torchao linear_nf4) does not. Per token and layer, bf16:
+  //   o_proj input 2 B x 4096 + gate/up input 2 B x 4096 + down_proj input
+  //   2 B x 11008 = 38,400 B; x 2048 tokens x 32 layers = 2,516,582,400.
+  const Budget peft = plan(m, g, s);
+  s.precision = Precision::pure;
+  const Budget torchtune = plan(m, g, s);
+  REQUIRE(peft.peak.phase == torchtune.peak.phase);
+  CHECK(peft.bytes_of("activations") - torchtune.bytes_of("activations") ==
+        2'516'582'400);
+  // With every projection adapted both keep the same inputs.
+  s.lora_targets = k_lora_all;
+  const Budget pure_all = plan(m, g, s);
+  s.precision = Precision::mixed;
+  const Budget mixed_all = plan(m, g, s);
+  CHECK(mixed_all.bytes_of("activations") == pure_all.bytes_of("activations"));
+}
