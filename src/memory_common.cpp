@@ -92,7 +92,10 @@ double rope_cache_bytes(const Model& m, double dtype) {
     const double factor = m.max_position_embeddings > 32768 ? 8.0 : 1.0;
     cached = positions + positions * factor;
   }
-  return cached * static_cast<double>(rotary) * dtype;
+  // gpt-oss builds its YaRN rope in fp32 (models/gpt_oss.py OAIAttention:
+  // get_rope(..., dtype=torch.float32)).
+  const double bytes = m.model_type == "gpt_oss" ? 4.0 : dtype;
+  return cached * static_cast<double>(rotary) * bytes;
 }
 
 // vLLM's MXFP4 MoE weight shapes per GPU (quantization/mxfp4.py

@@ -337,9 +337,9 @@ TEST_CASE("vllm: gpt-oss MXFP4 experts pad each GPU's columns to 64",
   //   = 112,803,840 B
   // fp32 expert biases: 24 x 32 x ((2 x 1472 + 2880) x 4 - (5760 + 2880) x 2)
   //   = 24 x 32 x 6016 = 4,620,288 B
-  // RoPE cache: 131072 x 64 x 2 = 16,777,216 B; the vocabulary 201088 is
-  // already a multiple of 64 x 2.
-  CHECK(vllm - hf == Approx(112'803'840 + 4'620'288 + 16'777'216).margin(2));
+  // RoPE cache (fp32 in gpt_oss.py): 131072 x 64 x 4 = 33,554,432 B; the
+  // vocabulary 201088 is already a multiple of 64 x 2.
+  CHECK(vllm - hf == Approx(112'803'840 + 4'620'288 + 33'554'432).margin(2));
   // At tp 1 the width (45 x 64) needs no padding: only biases and RoPE.
   s.tp = 1;
   s.engine = Engine::hf;
@@ -347,7 +347,7 @@ TEST_CASE("vllm: gpt-oss MXFP4 experts pad each GPU's columns to 64",
   s.engine = Engine::vllm;
   // 24 x 32 x ((5760 + 2880) x 4 - 8640 x 2) = 13,271,040 B
   CHECK(weight_bytes(m, s, all) - hf1 ==
-        Approx(13'271'040 + 16'777'216).margin(2));
+        Approx(13'271'040 + 33'554'432).margin(2));
 }
 
 TEST_CASE("vllm: the default scheduler budget follows the card", "[vllm]") {
@@ -389,9 +389,9 @@ TEST_CASE("vllm: gpt-oss before Hopper pads MXFP4 experts for Marlin",
   // gate_up and down: 24 x 32 x 3 x (2944 x 3072 - 2880 x 2880) x 0.53125 B
   //   = 917,471,232 B
   // bf16 biases, padded: 24 x 32 x ((2 x 2944 + 3072) - 8640) x 2 = 491,520
-  // RoPE cache 131072 x 64 x 2 = 16,777,216
+  // RoPE cache (fp32) 131072 x 64 x 4 = 33,554,432
   CHECK(weight_bytes(m, s, all) - hf ==
-        Approx(917'471'232 + 491'520 + 16'777'216).margin(2));
+        Approx(917'471'232 + 491'520 + 33'554'432).margin(2));
   // The plan on an L4 loads what the Marlin kernel holds.
   Setup v;
   v.engine = Engine::vllm;
@@ -403,7 +403,7 @@ TEST_CASE("vllm: gpt-oss before Hopper pads MXFP4 experts for Marlin",
   // 24 x 32 x 3 x (3072 x 3072 - 2880 x 2880) x 0.53125 = 1,398,767,616
   // biases 24 x 32 x ((2 x 3072 + 3072) x 4 - 8640 x 2) = 15,040,512
   CHECK(weight_bytes(m, s, all) - hf ==
-        Approx(1'398'767'616 + 15'040'512 + 16'777'216).margin(2));
+        Approx(1'398'767'616 + 15'040'512 + 33'554'432).margin(2));
 }
 
 TEST_CASE("vllm: cards older than a format's kernels refuse it at start-up",
