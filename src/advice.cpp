@@ -126,14 +126,19 @@ std::optional<Step> reduce_batch(const Ctx& c, const Step& from) {
       options.push_back(b);
     }
   }
-  Step to = from;
-  to.setup.batch = 1;
-  for (const std::int64_t b : options) {
-    Setup trial = s;
-    trial.batch = b;
+  auto with_batch = [&s](std::int64_t b) {
+    Setup t = s;
+    t.batch = b;
     if (s.training()) {
-      trial.grad_accum = static_cast<int>(s.grad_accum * (s.batch / b));
+      t.grad_accum = static_cast<int>(s.grad_accum * (s.batch / b));
     }
+    return t;
+  };
+  // The largest option that fits, else a single sequence.
+  Step to = from;
+  to.setup = with_batch(1);
+  for (const std::int64_t b : options) {
+    const Setup trial = with_batch(b);
     if (fits(c.model, *from.gpu, trial)) {
       to.setup = trial;
       break;
@@ -141,7 +146,6 @@ std::optional<Step> reduce_batch(const Ctx& c, const Step& from) {
   }
   const std::int64_t b = to.setup.batch;
   if (s.training()) {
-    to.setup.grad_accum = static_cast<int>(s.grad_accum * (s.batch / b));
     to.title = fmt::format("micro-batch {} -> {}, grad-accum {} -> {}", s.batch,
                            b, s.grad_accum, to.setup.grad_accum);
     to.changes = "global batch unchanged";
@@ -602,7 +606,7 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
     t.zero = 3;
   }
   std::optional<Setup> found;
-  Setup last = s;
+  std::optional<Setup> first;  // one step up
   while (true) {
     next_count(t);
     if (t.total_gpus() > k_max_total_gpus) {
@@ -627,32 +631,24 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
       t.tp = t.gpus;
       t.pp = t.nodes;
     }
-    last = t;
+    if (!first) {
+      first = t;
+    }
     if (fits(c.model, *from.gpu, t)) {
       found = t;
       break;
     }
   }
-  if (last.total_gpus() == s.total_gpus()) {
+  if (!first) {
     return std::nullopt;
   }
-  if (!found) {
-    // Nothing fits up to the bound: show what one doubling saves.
-    Setup once = s;
-    if (add_sharding) {
-      once.zero = 3;
-    }
-    next_count(once);
-    if (once.training()) {
-      once.grad_accum = s.grad_accum;
-    } else if (!once.split_layers) {
-      once.tp = once.gpus;
-      once.pp = once.nodes;
-    }
-    last = once;
-  }
   Step to = from;
-  to.setup = found ? *found : last;
+  to.setup = found ? *found : *first;
+  if (!found) {
+    // Nothing fits up to the bound: show what one doubling saves, at the
+    // user's grad-accum.
+    to.setup.grad_accum = s.grad_accum;
+  }
   const Setup& n = to.setup;
   std::string how;
   if (n.split_layers) {
