@@ -1,3 +1,5 @@
+#include "memory_internal.hpp"
+
 #include "oomplan/memory.hpp"
 
 #include <algorithm>
@@ -98,17 +100,13 @@ double rope_cache_bytes(const Model& m, double dtype) {
   return cached * static_cast<double>(rotary) * bytes;
 }
 
+}  // namespace
+
 // vLLM's MXFP4 MoE weight shapes per GPU (quantization/mxfp4.py
 // get_mxfp4_backend + Mxfp4MoEMethod.create_weights): Hopper runs the Triton
 // kernels, which pad the expert columns to a multiple of 64; Blackwell
 // (SM100) the FlashInfer kernels, which pad columns and hidden to 256; older
 // cards (and SM120) Marlin, 128 and 256 (its n % 256, k % 128 rule).
-struct Mxfp4Padding {
-  std::int64_t inter = 0;
-  std::int64_t hidden = 0;
-  bool fp32_bias = false;
-};
-
 Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc) {
   auto up = [](std::int64_t v, std::int64_t to) {
     return ceil_div(v, to) * to;
@@ -121,8 +119,6 @@ Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc) {
   }
   return {up(part, 128), up(hidden, 256), false};
 }
-
-}  // namespace
 
 Bytes weight_bytes(const Model& model, const Setup& setup,
                    const WeightShare& share) {

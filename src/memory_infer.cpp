@@ -285,7 +285,8 @@ struct VllmStage {
 // a forward pass over a dummy batch of max_num_batched_tokens tokens, then,
 // on the last pipeline stage, the dummy sampler run over max_num_seqs rows
 // while the forward's hidden states are still referenced.
-Bytes vllm_activation(const Model& m, const Setup& s, const Range& r) {
+Bytes vllm_activation(const Model& m, const Gpu& gpu, const Setup& s,
+                      const Range& r) {
   const double d = dtype_bytes(s.dtype);
   const int tp = std::max(1, s.tp);
   const double t = dbl(s.max_num_batched_tokens);
@@ -303,19 +304,42 @@ Bytes vllm_activation(const Model& m, const Setup& s, const Range& r) {
       dbl(m.kv_lora_rank > 0 ? m.qk_nope_head_dim + m.qk_rope_head_dim
                              : m.head_dim) *
       d;
-  double moe_workspace = 0;
+  double moe_workspace = 0;  // outlives the forward
+  double moe_forward = 0;    // the MoE layer's peak during the forward
   if (m.num_experts > 0) {
-    // fused_moe intermediate caches (vllm/model_executor/layers/fused_moe):
-    // T x topk x 2I/tp, T x topk x I/tp and T x topk x h; the modular kernel
-    // keeps them as a persistent workspace, so they outlive the forward.
     const double k = dbl(m.experts_per_tok);
-    const double mi = dbl(m.moe_intermediate_size) / tp;
-    moe_workspace = t * k * (2.0 * mi + mi + h) * d;
+    if (s.quant == Quant::mxfp4) {
+      // MXFP4 (gpt-oss) calls its kernels directly (quantization/mxfp4.py
+      // Mxfp4MoEMethod.apply), not through the modular kernel's shared
+      // workspace, so nothing outlives the layer. Triton (Hopper,
+      // gpt_oss_triton_kernels_moe.py triton_kernel_fused_experts): the
+      // fused-SwiGLU cache T x topk x I_pad and the T x h output; Marlin
+      // (fused_marlin_moe): T x topk x max(2 I_pad, h_pad) and
+      // T x topk x I_pad.
+      const std::int64_t part = m.moe_intermediate_size / tp;
+      const Mxfp4Padding pad =
+          mxfp4_padding(part, m.hidden_size, gpu.compute_capability);
+      const int cc = gpu.compute_capability;
+      const bool marlin = cc != 0 && (cc < 90 || cc >= 110);
+      moe_forward = marlin ? t * k *
+                                 (dbl(std::max(2 * pad.inter, pad.hidden)) +
+                                  dbl(pad.inter)) *
+                                 d
+                           : t * k * dbl(pad.inter) * d + t * h * d;
+    } else {
+      // fused_moe intermediate caches (vllm/model_executor/layers/
+      // fused_moe): T x topk x 2I/tp, T x topk x I/tp and T x topk x h; the
+      // modular kernel keeps them as a persistent workspace, so they
+      // outlive the forward.
+      const double mi = dbl(m.moe_intermediate_size) / tp;
+      moe_workspace = t * k * (2.0 * mi + mi + h) * d;
+      moe_forward = moe_workspace;
+    }
   }
   const bool has_dense =
       m.num_experts == 0 || m.first_k_dense > 0 || m.moe_every > 1;
   const double forward =
-      5.0 * t * h * d + std::max({has_dense ? dense : 0.0, qkv, moe_workspace});
+      5.0 * t * h * d + std::max({has_dense ? dense : 0.0, qkv, moe_forward});
   if (!r.last) {
     return saturated_bytes(forward);
   }
@@ -444,7 +468,7 @@ VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Setup& s,
   WeightShare share = share_of(r);
   share.compute_capability = gpu.compute_capability;
   st.weights = weight_bytes(m, s, share);
-  st.activation = vllm_activation(m, s, r);
+  st.activation = vllm_activation(m, gpu, s, r);
   st.non_torch = vllm_non_torch(gpu, s);
   st.graphs = vllm_cuda_graphs(m, s, r);
   // determine_available_memory: requested - weights - activation peak -

@@ -17,4 +17,13 @@ void add_inference(const Model& model, const Gpu& gpu, const Setup& setup,
 void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
                   Budget& budget);
 
+// vLLM's MXFP4 MoE expert shapes on one GPU for a card's compute capability
+// (memory_common.cpp): padded columns per GPU and padded hidden size.
+struct Mxfp4Padding {
+  std::int64_t inter = 0;
+  std::int64_t hidden = 0;
+  bool fp32_bias = false;
+};
+Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc);
+
 }  // namespace oomplan

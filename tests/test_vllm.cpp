@@ -456,3 +456,29 @@ TEST_CASE("vllm: Gemma 3's global layers cache 8x the positions", "[vllm]") {
   // 1B (32k, no rope_scaling): two caches of 32768 x 256 x 2 B = 33,554,432
   CHECK(rope("gemma-3-1b") == 33'554'432);
 }
+
+TEST_CASE("vllm: gpt-oss's MXFP4 MoE holds no workspace past the forward",
+          "[vllm]") {
+  const Budget b = serve("gpt-oss-20b", 1);
+  // The sampler run over min(1024, 8192) rows with only the hidden states
+  // alive (Triton MXFP4 kernels allocate per call):
+  //   8192 x 2880 x 2 + 1024 x 201088 x (2 + 13)
+  //   = 47,185,920 + 3,088,711,680 = 3,135,897,600 B
+  CHECK(b.vllm->activation_peak_bytes == 3'135'897'600);
+  // With few sequences the forward dominates: 5 hidden buffers plus the
+  // larger of q/k/v/o (8192 x (2 x 64 + 2 x 8) x 64 x 2 = 150,994,944) and
+  // the MoE layer (8192 x 4 x 2880 x 2 + 8192 x 2880 x 2 = 235,929,600):
+  //   5 x 47,185,920 + 235,929,600 = 471,859,200 B
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "gpt-oss-20b");
+  const Gpu& g = find_gpu(cat, "H100");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.max_num_seqs = 1;
+  s.max_num_batched_tokens = 8192;
+  s.enforce_eager = true;
+  s = resolve_setup(m, g, s);
+  const Budget one = memory(m, g, s);
+  // sampler: 47,185,920 + 1 x 201088 x 15 = 50,202,240 < forward
+  CHECK(one.vllm->activation_peak_bytes == 471'859'200);
+}
