@@ -66,6 +66,13 @@ Planned plan_case(const Case& c) {
   return p;
 }
 
+// The fix with `id`, or fixes.end().
+std::vector<Fix>::const_iterator find_fix(const std::vector<Fix>& fixes,
+                                          std::string_view id) {
+  return std::find_if(fixes.begin(), fixes.end(),
+                      [id](const Fix& f) { return f.id == id; });
+}
+
 }  // namespace
 
 TEST_CASE("advice: every fix is re-priced by memory() and lowers the peak",
@@ -167,8 +174,7 @@ TEST_CASE(
   REQUIRE_FALSE(p.budget.fits());
   const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
   auto rank_of = [&fixes](std::string_view id) {
-    const auto it = std::find_if(fixes.begin(), fixes.end(),
-                                 [id](const Fix& f) { return f.id == id; });
+    const auto it = find_fix(fixes, id);
     return it == fixes.end() ? 0 : it->rank;
   };
   for (const Fix& f : fixes) {
@@ -183,9 +189,7 @@ TEST_CASE(
   CHECK(rank_of("quantize-int8") < rank_of("quantize-4bit"));
   CHECK(fixes.front().fits);
   // Two A100-80s hold the bf16 model with tensor parallelism (141 GB / 2).
-  const auto more = std::find_if(fixes.begin(), fixes.end(), [](const Fix& f) {
-    return f.id == "more-gpus";
-  });
+  const auto more = find_fix(fixes, "more-gpus");
   CHECK(more->fits);
   CHECK(more->setup.total_gpus() == 2);
   CHECK(more->setup.tp == 2);
@@ -232,9 +236,7 @@ TEST_CASE("advice: a combination is offered when no single fix fits",
   const Planned p =
       plan_case({"llama3-70b", "4xA100-80", Setup{.mode = Mode::full}});
   const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
-  const auto combo = std::find_if(fixes.begin(), fixes.end(), [](const Fix& f) {
-    return f.id == "combination";
-  });
+  const auto combo = find_fix(fixes, "combination");
   REQUIRE(combo != fixes.end());
   CHECK(combo->fits);
   CHECK(combo->rank == 1);
@@ -502,10 +504,6 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
           "[advice]") {
   const auto& cat = test::catalog();
   const auto& gpus = cat.gpus;
-  auto find = [](const std::vector<Fix>& fixes, std::string_view id) {
-    return std::find_if(fixes.begin(), fixes.end(),
-                        [id](const Fix& f) { return f.id == id; });
-  };
   SECTION("free memory below gpu-util x capacity: lower gpu-util") {
     // gpu_memory_utilization 1.0 asks for the whole card, which the CUDA
     // context already holds part of.
@@ -514,7 +512,7 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
                    Setup{.engine = Engine::vllm, .gpu_util = 1.0}});
     REQUIRE_FALSE(p.budget.fits());
     const auto fixes = advise(*p.model, *p.gpu, p.setup, gpus);
-    const auto util = find(fixes, "gpu-util");
+    const auto util = find_fix(fixes, "gpu-util");
     REQUIRE(util != fixes.end());
     CHECK(util->fits);
     CHECK(util->setup.gpu_util < 1.0);
@@ -540,11 +538,11 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
     Setup longer = fixes.front().setup;
     longer.max_model_len += 256;
     CHECK_FALSE(memory(*p.model, *p.gpu, longer).fits());
-    const auto kv = find(fixes, "fp8-kv-cache");
+    const auto kv = find_fix(fixes, "fp8-kv-cache");
     REQUIRE(kv != fixes.end());
     CHECK(kv->fits);
     CHECK(kv->engine_flags == "--kv-cache-dtype fp8");
-    const auto more = find(fixes, "more-gpus");
+    const auto more = find_fix(fixes, "more-gpus");
     REQUIRE(more != fixes.end());
     CHECK(more->engine_flags == "--tensor-parallel-size 8");
     CHECK(more->rank > kv->rank);
