@@ -495,7 +495,9 @@ bool sixteen_bit_weights(const Setup& s) {
 
 std::optional<Step> quantize(const Step& from, Quant quant) {
   const Setup& s = from.setup;
-  if (s.training() || !sixteen_bit_weights(s)) {
+  const auto options = quantization_options(*from.gpu, s.engine);
+  if (s.training() || !sixteen_bit_weights(s) ||
+      std::find(options.begin(), options.end(), quant) == options.end()) {
     return std::nullopt;
   }
   const bool vllm = s.engine == Engine::vllm;
@@ -530,26 +532,16 @@ std::optional<Step> quantize(const Step& from, Quant quant) {
 }
 
 std::optional<Step> quantize_int8(const Ctx& /*c*/, const Step& from) {
-  if (from.setup.engine == Engine::vllm) {
-    return std::nullopt;  // vLLM has no on-the-fly int8; fp8 and AWQ cover it
-  }
   return quantize(from, Quant::int8);
 }
 
 std::optional<Step> quantize_fp8(const Ctx& /*c*/, const Step& from) {
-  // vLLM runs fp8 checkpoints weight-only (Marlin) from Ampere on;
-  // transformers' fp8 kernels (FBGEMM) need fp8 tensor cores.
-  const bool vllm = from.setup.engine == Engine::vllm;
-  if (from.gpu->compute_capability < 80 ||
-      (!vllm && from.gpu->fp8_tflops <= 0)) {
-    return std::nullopt;
-  }
   return quantize(from, Quant::fp8);
 }
 
 std::optional<Step> quantize_4bit(const Ctx& /*c*/, const Step& from) {
   return quantize(from,
-                  from.setup.engine == Engine::vllm ? Quant::awq : Quant::nf4);
+                  quantization_options(*from.gpu, from.setup.engine).back());
 }
 
 std::optional<Step> lora_instead(const Ctx& /*c*/, const Step& from) {
@@ -984,6 +976,21 @@ struct ComboScore {
 };
 
 }  // namespace
+
+std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
+  const bool vllm = engine == Engine::vllm;
+  std::vector<Quant> options;
+  if (!vllm) {
+    options.push_back(Quant::int8);
+  }
+  // vLLM runs fp8 checkpoints weight-only (Marlin) from Ampere on;
+  // transformers' fp8 kernels (FBGEMM) need fp8 tensor cores.
+  if (gpu.compute_capability >= 80 && (vllm || gpu.fp8_tflops > 0)) {
+    options.push_back(Quant::fp8);
+  }
+  options.push_back(vllm ? Quant::awq : Quant::nf4);
+  return options;
+}
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
                         const std::vector<Gpu>& gpus) {

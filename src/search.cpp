@@ -266,15 +266,8 @@ class Search {
     std::vector<std::optional<Dtype>> kv_dtypes = {layout.kv_dtype};
     const bool vllm = layout.engine == Engine::vllm;
     if (!m_limits.no_quant && resolved.quant == Quant::none) {
-      if (!vllm) {
-        quants.push_back(Quant::int8);
-      }
-      // The same rule as the advisor: vLLM's weight-only fp8 from Ampere,
-      // transformers' fp8 only with fp8 tensor cores.
-      if (gpu.compute_capability >= 80 && (vllm || gpu.fp8_tflops > 0)) {
-        quants.push_back(Quant::fp8);
-      }
-      quants.push_back(vllm ? Quant::awq : Quant::nf4);
+      const auto options = quantization_options(gpu, layout.engine);
+      quants.insert(quants.end(), options.begin(), options.end());
     }
     if (!m_limits.no_quant && vllm && gpu.compute_capability >= 80 &&
         layout.kv_dtype != std::optional<Dtype>{Dtype::fp8}) {

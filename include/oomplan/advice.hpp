@@ -48,6 +48,13 @@ StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup);
 StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup,
                        const Budget& budget);
 
+// The weight formats a 16-bit inference plan on `gpu` can move to, 8-bit
+// before 4-bit, the 4-bit one last: int8 (transformers only: vLLM has no
+// on-the-fly int8), fp8 where it runs (vLLM weight-only from Ampere;
+// transformers' FBGEMM needs fp8 tensor cores), then AWQ (vLLM) or NF4
+// (transformers). advise's quantize-* fixes and fit's search both use it.
+std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine);
+
 // Fix ids, one per transformation in advice.cpp's table: free knobs
 // "half-precision", "flash-attention", "chunked-loss", "optimizer-in-bwd",
 // "expandable-segments", "reduce-batch", "shorter-seq", "max-model-len",
