@@ -180,15 +180,16 @@ class Search {
       s.zero = 0;
       s.fsdp = false;
     }
+    const Setup resolved = resolve_setup(m_model, gpu, s);
     try {
-      validate_setup(m_model, gpu, resolve_setup(m_model, gpu, s));
+      validate_setup(m_model, gpu, resolved);
     } catch (const Error&) {
       return;
     }
     if (s.training()) {
       training(gpu, s);
     } else {
-      inference(gpu, s);
+      inference(gpu, s, resolved.quant);
     }
   }
 
@@ -260,12 +261,12 @@ class Search {
     return any;
   }
 
-  void inference(const Gpu& gpu, const Setup& layout) {
-    const Setup resolved = resolve_setup(m_model, gpu, layout);
-    std::vector<Quant> quants = {resolved.quant};
+  // `weights`: the layout's weight format, resolved.
+  void inference(const Gpu& gpu, const Setup& layout, Quant weights) {
+    std::vector<Quant> quants = {weights};
     std::vector<std::optional<Dtype>> kv_dtypes = {layout.kv_dtype};
     const bool vllm = layout.engine == Engine::vllm;
-    if (!m_limits.no_quant && resolved.quant == Quant::none) {
+    if (!m_limits.no_quant && weights == Quant::none) {
       const auto options = quantization_options(gpu, layout.engine);
       quants.insert(quants.end(), options.begin(), options.end());
     }
