@@ -40,6 +40,12 @@ constexpr double k_cpu_adam_params_per_s = 2e9;
 // §5 and the peft/bnb benchmarks).
 constexpr double k_nf4_train_factor = 1.3;
 
+// Every transformer block: decoder-only layers plus an encoder-decoder's
+// decoder stack.
+std::int64_t all_layers(const Model& model) {
+  return model.num_layers + model.num_decoder_layers;
+}
+
 double gb_s(double gb) {
   return gb * 1e9;
 }
@@ -68,8 +74,7 @@ double inter_node_bytes_s(const Gpu& gpu) {
 // Weights read per forward pass (all layers, split by tp), in bytes.
 double weight_read_bytes(const Model& model, const Setup& setup) {
   return static_cast<double>(weight_bytes(
-      model, setup,
-      WeightShare{0, model.num_layers + model.num_decoder_layers, true, true}));
+      model, setup, WeightShare{0, all_layers(model), true, true}));
 }
 
 // Multiply-accumulate parameters one token touches: every linear layer that
@@ -106,7 +111,7 @@ double average_context(const Model& model, std::int64_t layer, double seq) {
 // multiply-adds per head dimension per attended position (Kaplan et al. 2020,
 // Table 1: 2 n_layer n_ctx d_attn, here with the causal average context).
 double attention_flops_per_token(const Model& model, double seq) {
-  const std::int64_t layers = model.num_layers + model.num_decoder_layers;
+  const std::int64_t layers = all_layers(model);
   const double qk_dim =
       model.kv_lora_rank > 0
           ? static_cast<double>(model.qk_nope_head_dim + model.qk_rope_head_dim)
@@ -148,8 +153,7 @@ double trainable_params(const Model& model, const Setup& setup,
   per_layer += (t & k_lora_gate) != 0 ? h + inter : 0;
   per_layer += (t & k_lora_up) != 0 ? h + inter : 0;
   per_layer += (t & k_lora_down) != 0 ? inter + h : 0;
-  return per_layer * setup.lora_rank *
-         static_cast<double>(model.num_layers + model.num_decoder_layers);
+  return per_layer * setup.lora_rank * static_cast<double>(all_layers(model));
 }
 
 StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
@@ -161,6 +165,7 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   const int accum = std::max(setup.grad_accum, 1);
   const double seq = static_cast<double>(setup.seq);
   const double micro_tokens = static_cast<double>(setup.batch) * seq;
+  const double layers_here = static_cast<double>(all_layers(model)) / pp;
   t.tokens_per_step = micro_tokens * dp * accum;
 
   // 6·N per token: forward 2N, backward 4N (activation and weight gradients)
@@ -196,8 +201,6 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // all-reduce sends 2 (n - 1) / n of the tensor per GPU. On the critical path.
   double tp_comm = 0;
   if (tp > 1) {
-    const double layers_here =
-        static_cast<double>(model.num_layers + model.num_decoder_layers) / pp;
     const double reduces =
         setup.checkpointing == Checkpointing::full ? 6.0 : 4.0;
     const double tensor =
@@ -244,8 +247,6 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // Activation offload (torchtune): each layer's saved input goes to the host
   // and back, overlapped with compute on a side stream; only the excess shows.
   if (setup.activation_offload) {
-    const double layers_here =
-        static_cast<double>(model.num_layers + model.num_decoder_layers) / pp;
     const double per_layer = micro_tokens *
                              static_cast<double>(model.hidden_size) * dtype_b /
                              (setup.sequence_parallel ? tp : 1);
@@ -274,7 +275,7 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   const double batch = static_cast<double>(
       std::max<std::int64_t>(1, std::min(setup.batch, batch_cap)));
   const double seq = static_cast<double>(setup.seq);
-  const std::int64_t layers = model.num_layers + model.num_decoder_layers;
+  const std::int64_t layers = all_layers(model);
   t.tokens_per_step = batch * replicas;
 
   // Decode: each step computes 2·N per token plus attention over the cached
