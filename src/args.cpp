@@ -14,18 +14,6 @@
 namespace oomplan {
 namespace {
 
-std::string_view era_version(VllmEra era) {
-  switch (era) {
-    case VllmEra::v0:
-      return "0.6";
-    case VllmEra::v1_early:
-      return "0.10";
-    case VllmEra::current:
-      break;
-  }
-  return "";
-}
-
 // Quotes a word for a POSIX shell when it holds anything but safe characters.
 std::string shell_word(const std::string& word) {
   const bool safe =
@@ -157,7 +145,7 @@ std::string plan_args(const std::string& model_arg, const Gpu& gpu,
       flag("--enforce-eager");
     }
     if (setup.vllm_version != d.vllm_version) {
-      add("--vllm-version", era_version(setup.vllm_version));
+      add("--vllm-version", vllm_era_version(setup.vllm_version));
     }
     // resolve_setup's scheduler budget: V0 one max_model_len prompt (>= 2048;
     // 512-token chunks above 32k), V1 by card (8192 or 2048).

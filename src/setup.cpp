@@ -243,4 +243,16 @@ std::optional<VllmEra> vllm_era_from_text(std::string_view text) {
   return VllmEra::current;
 }
 
+std::string_view vllm_era_version(VllmEra era) {
+  switch (era) {
+    case VllmEra::v0:
+      return "0.6";
+    case VllmEra::v1_early:
+      return "0.10";
+    case VllmEra::current:
+      break;
+  }
+  return "";
+}
+
 }  // namespace oomplan

@@ -690,3 +690,13 @@ TEST_CASE(
       });
   CHECK(keeps_sequence);
 }
+
+TEST_CASE("plan_args: each vLLM era's written version reads back to that era",
+          "[advice]") {
+  CHECK(vllm_era_version(VllmEra::v0) == "0.6");
+  CHECK(vllm_era_version(VllmEra::v1_early) == "0.10");
+  CHECK(vllm_era_version(VllmEra::current).empty());  // the default: unwritten
+  for (const VllmEra era : {VllmEra::v0, VllmEra::v1_early}) {
+    CHECK(vllm_era_from_text(vllm_era_version(era)) == era);
+  }
+}

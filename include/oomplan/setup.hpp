@@ -138,5 +138,8 @@ std::string lora_targets_text(unsigned targets);
 
 // "0.19", "0.6.3" -> era; nullopt when unparsable.
 std::optional<VllmEra> vllm_era_from_text(std::string_view text);
+// The newest version of an era that vllm_era_from_text reads back to it
+// ("0.6", "0.10"); "" for current.
+std::string_view vllm_era_version(VllmEra era);
 
 }  // namespace oomplan
