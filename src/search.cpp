@@ -58,19 +58,6 @@ bool dominates(const Candidate& a, const Candidate& b) {
   return no_worse && better;
 }
 
-// The GPU counts tried: powers of two inside one node, then whole 8-GPU
-// nodes.
-std::vector<int> gpu_counts(int max_gpus) {
-  std::vector<int> counts;
-  for (int n = 1; n <= std::min(8, max_gpus); n *= 2) {
-    counts.push_back(n);
-  }
-  for (int n = 16; n <= max_gpus; n += 8) {
-    counts.push_back(n);
-  }
-  return counts;
-}
-
 class Search {
  public:
   Search(const Model& model, const Setup& base, const FitConstraints& limits)
@@ -343,6 +330,17 @@ class Search {
 };
 
 }  // namespace
+
+std::vector<int> gpu_counts(int max_gpus) {
+  std::vector<int> counts;
+  for (int n = 1; n <= std::min(8, max_gpus); n *= 2) {
+    counts.push_back(n);
+  }
+  for (int n = 16; n <= max_gpus; n += 8) {
+    counts.push_back(n);
+  }
+  return counts;
+}
 
 FitResult fit(const Model& model, const std::vector<const Gpu*>& gpus,
               const Setup& base, const FitConstraints& constraints) {

@@ -226,3 +226,11 @@ TEST_CASE("search: each plan's command line reproduces it through the CLI",
     }
   }
 }
+
+TEST_CASE("search: GPU counts are powers of two in a node, then whole nodes",
+          "[search]") {
+  CHECK(gpu_counts(64) ==
+        std::vector<int>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64});
+  CHECK(gpu_counts(6) == std::vector<int>{1, 2, 4});
+  CHECK(gpu_counts(20) == std::vector<int>{1, 2, 4, 8, 16});
+}

@@ -41,6 +41,10 @@ struct FitResult {
   int max_gpus = 0;            // the bound searched
 };
 
+// The GPU counts `fit` (and `oomplan MODEL` without --gpus) try, up to
+// `max_gpus`: 1, 2, 4, 8 inside one node, then whole 8-GPU nodes.
+std::vector<int> gpu_counts(int max_gpus);
+
 // REQUIRES: `base` carries the user's fixed settings (mode, seq, engine, batch
 // for inference, ...; validated, resolved or not); `gpus` the GPU types to
 // try. Training enumerates tp, pp, dp, ZeRO stage, micro-batch (grad-accum

@@ -636,15 +636,6 @@ int run_plan_one(const Catalog& catalog, const Model& model,
   return plan.budget.fits() ? k_exit_fits : k_exit_does_not_fit;
 }
 
-// The counts tried without --gpus: 1, 2, 4, 8, then whole nodes of 8.
-std::vector<int> sizing_counts() {
-  std::vector<int> counts = {1, 2, 4};
-  for (int n = k_gpus_per_node; n <= k_sizing_max_gpus; n += k_gpus_per_node) {
-    counts.push_back(n);
-  }
-  return counts;
-}
-
 // The setups tried for `count` GPUs without --gpus: up to 8 on one node,
 // then whole nodes of 8. Inference the user left to the defaults takes the
 // largest tensor-parallel size the attention heads allow within a node and
@@ -705,7 +696,7 @@ int run_sizing(const Catalog& catalog, const Model& model,
     }
     SizingRow row;
     row.gpu = &gpu;
-    for (const int count : sizing_counts()) {
+    for (const int count : gpu_counts(k_sizing_max_gpus)) {
       const auto priced = price_sizing(model, gpu, base, count, first_error);
       if (!priced) {
         continue;
