@@ -16,7 +16,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -533,7 +532,8 @@ Setup build_setup(const SetupOptions& o) {
   return s;
 }
 
-// Sets the GPU count and checks that tp x pp divides it.
+// Sets the GPUs per node and checks the total against k_max_gpus (tp x pp is
+// checked after resolve_setup, in check_parallel_sizes).
 void set_gpu_count(Setup& setup, int per_node) {
   setup.gpus = per_node;
   const std::int64_t total = static_cast<std::int64_t>(per_node) * setup.nodes;
