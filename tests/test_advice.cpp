@@ -22,10 +22,6 @@ struct Case {
   Setup setup;
 };
 
-Setup resolved(const Model& model, Setup s) {
-  return resolve_setup(model, s);
-}
-
 // The setups the fix tests loop over: inference (hf and vLLM), full
 // fine-tuning, LoRA and QLoRA, fitting and not.
 std::vector<Case> cases() {
@@ -60,7 +56,7 @@ Planned plan_case(const Case& c) {
   p.gpu = spec.gpu;
   Setup s = c.setup;
   s.gpus = spec.count;
-  p.setup = resolved(*p.model, s);
+  p.setup = resolve_setup(*p.model, s);
   validate_setup(*p.model, *p.gpu, p.setup);
   p.budget = memory(*p.model, *p.gpu, p.setup);
   return p;
