@@ -62,15 +62,10 @@ std::string bar(Bytes part, Bytes whole) {
   return out;
 }
 
-// The weight format the plan uses: `auto` is the checkpoint's own.
+// The weight format the plan uses, `auto` resolved as the core resolves it
+// (the sizing header shows the user's unresolved setup).
 Quant shown_quant(const Model& model, const Setup& setup) {
-  if (setup.quant != Quant::automatic) {
-    return setup.quant;
-  }
-  if (setup.mode == Mode::qlora) {
-    return Quant::nf4;
-  }
-  return model.checkpoint_quant;
+  return resolve_setup(model, setup).quant;
 }
 
 std::string weights_text(const Model& model, const Setup& setup) {
