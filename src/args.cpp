@@ -2,14 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <iterator>
 
 // plan_args: the command line after `oomplan` that plans `setup` again
 // (DESIGN §2 fixes[].args). Only options that differ from their default are
-// written, in DESIGN's table order, so a fix reads as "what changed". The
-// defaults that resolve_setup derives (tp, max_model_len, qlora's nf4) are
-// mirrored here: a value equal to the derived default is left out.
+// written, in DESIGN's table order, so a fix reads as "what changed". A tp or
+// scheduler budget equal to what resolve_setup derives for the card is left
+// out, as are max_model_len = seq and qlora's nf4.
 
 namespace oomplan {
 namespace {
@@ -47,6 +46,13 @@ std::string plan_args(const std::string& model_arg, const Gpu& gpu,
     out += option;
   };
   const Setup d;  // DESIGN §2 defaults
+  // What resolve_setup derives when tp and the scheduler budget are left
+  // unset; neither depends on the model (the setup's own seq and
+  // max_model_len decide V0's budget), so an empty one stands in.
+  Setup unset = setup;
+  unset.tp = 0;
+  unset.max_num_batched_tokens = 0;
+  const Setup derived = resolve_setup(Model{}, gpu, unset);
   add("--gpus", fmt::format("{}x{}", setup.gpus, gpu.name));
   if (setup.nodes != d.nodes) {
     add("--nodes", setup.nodes);
@@ -78,12 +84,7 @@ std::string plan_args(const std::string& model_arg, const Gpu& gpu,
   if (setup.kv_dtype) {
     add("--kv-dtype", dtype_name(*setup.kv_dtype));
   }
-  // resolve_setup: inference splits each node's GPUs by tensor parallelism,
-  // training defaults to tp 1.
-  const int pp = setup.pp > 0 ? setup.pp : 1;
-  const int default_tp =
-      setup.training() || setup.split_layers ? 1 : std::max(setup.gpus / pp, 1);
-  if (setup.tp != 0 && setup.tp != default_tp) {
+  if (setup.tp != 0 && setup.tp != derived.tp) {
     add("--tp", setup.tp);
   }
   if (setup.pp != d.pp) {
@@ -147,16 +148,8 @@ std::string plan_args(const std::string& model_arg, const Gpu& gpu,
     if (setup.vllm_version != d.vllm_version) {
       add("--vllm-version", vllm_era_version(setup.vllm_version));
     }
-    // resolve_setup's scheduler budget: V0 one max_model_len prompt (>= 2048;
-    // 512-token chunks above 32k), V1 by card (8192 or 2048).
-    const std::int64_t len =
-        setup.max_model_len != 0 ? setup.max_model_len : setup.seq;
-    const std::int64_t default_tokens =
-        setup.vllm_version == VllmEra::v0
-            ? (len > 32768 ? 512 : std::max<std::int64_t>(len, 2048))
-            : vllm_default_batched_tokens(gpu);
     if (setup.max_num_batched_tokens != 0 &&
-        setup.max_num_batched_tokens != default_tokens) {
+        setup.max_num_batched_tokens != derived.max_num_batched_tokens) {
       add("--max-num-batched-tokens", setup.max_num_batched_tokens);
     }
     if (setup.max_num_seqs != d.max_num_seqs) {
