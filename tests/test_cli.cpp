@@ -31,6 +31,19 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+// Reruns an entry's "args" (a fix or a fit plan) and checks that the plan it
+// prints has the entry's total_bytes and verdict.
+void check_rerun(const json& entry) {
+  INFO(entry["args"].get<std::string>());
+  auto args = words(entry["args"].get<std::string>());
+  args.emplace_back("--json");
+  const auto rerun = run_cli(args);
+  REQUIRE(rerun.code != 2);
+  const json again = json::parse(rerun.out);
+  CHECK(again["total_bytes"] == entry["total_bytes"]);
+  CHECK(again["fits"] == entry["fits"]);
+}
+
 }  // namespace
 
 TEST_CASE("cli: MODEL alone means the plan subcommand", "[cli]") {
@@ -122,14 +135,7 @@ TEST_CASE("cli: each fix's args reproduce its total_bytes and verdict",
   const json doc = json::parse(r.out);
   REQUIRE(!doc["fixes"].empty());
   for (const auto& fix : doc["fixes"]) {
-    INFO(fix["args"].get<std::string>());
-    auto args = words(fix["args"].get<std::string>());
-    args.emplace_back("--json");
-    const auto rerun = run_cli(args);
-    REQUIRE(rerun.code != 2);
-    const json again = json::parse(rerun.out);
-    CHECK(again["total_bytes"] == fix["total_bytes"]);
-    CHECK(again["fits"] == fix["fits"]);
+    check_rerun(fix);
   }
 }
 
@@ -480,13 +486,7 @@ TEST_CASE("cli: fit prints oomplan.fit/1 plans whose args reproduce them",
     INFO(plan["args"].get<std::string>());
     const std::string gpu = plan["gpu"]["name"].get<std::string>();
     CHECK((gpu == "A100-80" || gpu == "RTX4090"));
-    auto args = words(plan["args"].get<std::string>());
-    args.emplace_back("--json");
-    const auto rerun = run_cli(args);
-    REQUIRE(rerun.code != 2);
-    const json again = json::parse(rerun.out);
-    CHECK(again["total_bytes"] == plan["total_bytes"]);
-    CHECK(again["fits"] == plan["fits"]);
+    check_rerun(plan);
   }
   const auto text = run_cli({"fit", "llama3-8b", "--gpus", "A100-80", "--mode",
                              "full", "--seq", "2048", "--top", "3"});
