@@ -45,6 +45,8 @@ struct Ctx {
   const Model& model;
   const Setup& base;
   const std::vector<Gpu>& gpus;
+  Bytes base_total = 0;  // the plan's total, before any fix
+  StepTime base_time;    // and its time
 };
 
 // A candidate plan: the setup and card a fix leads to, with its words.
@@ -826,8 +828,7 @@ std::string percent(double factor) {
 
 // Prices the step and words its cost.
 Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
-             const Step& step, const Priced& priced, Bytes base_total,
-             const StepTime& base_time) {
+             const Step& step, const Priced& priced) {
   Fix fix;
   fix.id = std::move(id);
   fix.title = step.title;
@@ -835,13 +836,13 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
   fix.gpu = step.gpu;
   fix.total_bytes = priced.budget.total_bytes();
   fix.fits = priced.budget.fits();
-  fix.saves_bytes = base_total - fix.total_bytes;
+  fix.saves_bytes = c.base_total - fix.total_bytes;
   fix.cost_class = cost_class;
   fix.engine_flags = step.flags;
 
   const StepTime t =
       estimate_time(c.model, *step.gpu, priced.setup, priced.budget);
-  const double before = seconds_per_token(base_time);
+  const double before = seconds_per_token(c.base_time);
   const double after = seconds_per_token(t);
   fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
   // The cost in words: what it costs (time, GPUs, host RAM), then what it
@@ -975,6 +976,95 @@ struct ComboScore {
   }
 };
 
+// Adds the smallest combinations of `applicable` fixes (indices into
+// k_fixes) that fit: pairs, then triples, then quadruples (no two of one
+// group), cheaper in their dearest member than `cheapest_fitting` (the
+// cheapest class a single fix fits with); the best for each cost class of
+// its dearest member. Shorter sequences join only when nothing else works:
+// they change the task.
+void add_combinations(const Ctx& c, const Step& start,
+                      const std::vector<std::size_t>& applicable,
+                      int cheapest_fitting, std::vector<Fix>& fixes) {
+  // The best combination for each cost class of its dearest member, so the
+  // list shows e.g. both "QLoRA + ..." and "more GPUs + ...".
+  constexpr std::size_t k_classes = 5;
+  std::array<std::optional<std::pair<ComboScore, Fix>>, k_classes> best;
+  std::vector<std::size_t> chosen;
+  bool allow_seq = false;
+  auto consider = [&]() {
+    ComboScore score;
+    CostClass worst = CostClass::free;
+    for (const std::size_t i : chosen) {
+      const FixKind& kind = k_fixes.at(i);
+      worst = std::max(worst, kind.cost_class);
+      score.sum +=
+          10 * static_cast<int>(kind.cost_class) +
+          (kind.cost_class == CostClass::accuracy ? accuracy_risk(kind.id) : 0);
+    }
+    score.worst = static_cast<int>(worst);
+    score.size = chosen.size();
+    auto& slot = best.at(static_cast<std::size_t>(worst));
+    if (score.worst >= cheapest_fitting ||
+        (slot && slot->first.size < score.size)) {
+      return;  // a single fix or a smaller combination already does it
+    }
+    const auto step = apply_all(c, start, chosen);
+    if (!step) {
+      return;
+    }
+    const auto priced = price(c.model, *step->gpu, step->setup);
+    if (!priced || !priced->budget.fits()) {
+      return;
+    }
+    score.saves = c.base_total - priced->budget.total_bytes();
+    score.gpus = priced->setup.total_gpus();
+    if (!slot || score < slot->first) {
+      slot.emplace(score, make_fix(c, "combination", worst, *step, *priced));
+    }
+  };
+  const std::size_t n = applicable.size();
+  // Depth-first over subsets of size `size` in table order.
+  auto grow = [&](auto& self, std::size_t from, std::size_t size) -> void {
+    if (chosen.size() == size) {
+      consider();
+      return;
+    }
+    for (std::size_t j = from; j < n; ++j) {
+      const FixKind& kind = k_fixes.at(applicable[j]);
+      const bool clash =
+          (!allow_seq && kind.group == "seq") ||
+          std::any_of(chosen.begin(), chosen.end(), [&](std::size_t i) {
+            return k_fixes.at(i).group == kind.group;
+          });
+      if (clash) {
+        continue;
+      }
+      chosen.push_back(applicable[j]);
+      self(self, j + 1, size);
+      chosen.pop_back();
+    }
+  };
+  for (const bool seq : {false, true}) {
+    allow_seq = seq;
+    for (std::size_t size = 2; size <= 4; ++size) {
+      grow(grow, 0, size);
+    }
+    if (std::any_of(best.begin(), best.end(),
+                    [](const auto& b) { return b.has_value(); })) {
+      break;
+    }
+  }
+  // A free or compute-only combination is the way; when every combination
+  // changes the task, buys hardware or offloads, all routes are shown.
+  bool cheap_found = false;
+  for (auto& b : best) {
+    if (b && !cheap_found) {
+      cheap_found = b->second.cost_class <= CostClass::compute;
+      fixes.push_back(std::move(b->second));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
@@ -994,7 +1084,6 @@ std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
                         const std::vector<Gpu>& gpus) {
-  const Ctx c{model, setup, gpus};
   const auto base = price(model, gpu, setup);
   if (!base) {
     return {};
@@ -1006,8 +1095,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     // starts has nothing to fix, and its headroom is the 1 - gpu-util left.
     return {};
   }
-  const StepTime base_time =
-      estimate_time(model, gpu, base->setup, base->budget);
+  const Ctx c{model, setup, gpus, base_total,
+              estimate_time(model, gpu, base->setup, base->budget)};
   const Step start{base->setup, &gpu, "", "", ""};
 
   std::vector<Fix> fixes;
@@ -1031,16 +1120,13 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     if (total >= base_total && !(now_fits && !base_fits)) {
       continue;  // alone a no-op or worse (it may still help in combination)
     }
-    fixes.push_back(make_fix(c, std::string(kind.id), kind.cost_class, *step,
-                             *priced, base_total, base_time));
+    fixes.push_back(
+        make_fix(c, std::string(kind.id), kind.cost_class, *step, *priced));
   }
 
-  // The smallest combinations that fit, when no single fix does or only
-  // dearer ones do: pairs, then triples, then quadruples of applicable fixes
-  // (no two of one group), cheaper in their dearest member than any fitting
-  // single fix; one per cost class. Shorter sequences join only when nothing
-  // else works: they change the task, so a fitting one does not stand in for
-  // a combination that keeps it.
+  // Combinations, when no single fix fits or only dearer ones do. A shorter
+  // sequence changes the task, so a fitting one does not stand in for a
+  // combination that keeps it.
   int cheapest_fitting = static_cast<int>(CostClass::offload) + 1;
   for (const Fix& f : fixes) {
     if (f.fits && f.id != "shorter-seq" && f.id != "max-model-len") {
@@ -1049,86 +1135,7 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     }
   }
   if (!base_fits && applicable.size() >= 2) {
-    // The best combination for each cost class of its dearest member, so the
-    // list shows e.g. both "QLoRA + ..." and "more GPUs + ...".
-    constexpr std::size_t k_classes = 5;
-    std::array<std::optional<std::pair<ComboScore, Fix>>, k_classes> best;
-    std::vector<std::size_t> chosen;
-    bool allow_seq = false;
-    auto consider = [&]() {
-      ComboScore score;
-      CostClass worst = CostClass::free;
-      for (const std::size_t i : chosen) {
-        const FixKind& kind = k_fixes.at(i);
-        worst = std::max(worst, kind.cost_class);
-        score.sum +=
-            10 * static_cast<int>(kind.cost_class) +
-            (kind.cost_class == CostClass::accuracy ? accuracy_risk(kind.id)
-                                                    : 0);
-      }
-      score.worst = static_cast<int>(worst);
-      score.size = chosen.size();
-      auto& slot = best.at(static_cast<std::size_t>(worst));
-      if (score.worst >= cheapest_fitting ||
-          (slot && slot->first.size < score.size)) {
-        return;  // a single fix or a smaller combination already does it
-      }
-      const auto step = apply_all(c, start, chosen);
-      if (!step) {
-        return;
-      }
-      const auto priced = price(model, *step->gpu, step->setup);
-      if (!priced || !priced->budget.fits()) {
-        return;
-      }
-      score.saves = base_total - priced->budget.total_bytes();
-      score.gpus = priced->setup.total_gpus();
-      if (!slot || score < slot->first) {
-        slot.emplace(score, make_fix(c, "combination", worst, *step, *priced,
-                                     base_total, base_time));
-      }
-    };
-    const std::size_t n = applicable.size();
-    // Depth-first over subsets of size `size` in table order.
-    auto grow = [&](auto& self, std::size_t from, std::size_t size) -> void {
-      if (chosen.size() == size) {
-        consider();
-        return;
-      }
-      for (std::size_t j = from; j < n; ++j) {
-        const FixKind& kind = k_fixes.at(applicable[j]);
-        const bool clash =
-            (!allow_seq && kind.group == "seq") ||
-            std::any_of(chosen.begin(), chosen.end(), [&](std::size_t i) {
-              return k_fixes.at(i).group == kind.group;
-            });
-        if (clash) {
-          continue;
-        }
-        chosen.push_back(applicable[j]);
-        self(self, j + 1, size);
-        chosen.pop_back();
-      }
-    };
-    for (const bool seq : {false, true}) {
-      allow_seq = seq;
-      for (std::size_t size = 2; size <= 4; ++size) {
-        grow(grow, 0, size);
-      }
-      if (std::any_of(best.begin(), best.end(),
-                      [](const auto& b) { return b.has_value(); })) {
-        break;
-      }
-    }
-    // A free or compute-only combination is the way; when every combination
-    // changes the task, buys hardware or offloads, all routes are shown.
-    bool cheap_found = false;
-    for (auto& b : best) {
-      if (b && !cheap_found) {
-        cheap_found = b->second.cost_class <= CostClass::compute;
-        fixes.push_back(std::move(b->second));
-      }
-    }
+    add_combinations(c, start, applicable, cheapest_fitting, fixes);
   }
   std::sort(fixes.begin(), fixes.end(), better);
   for (std::size_t i = 0; i < fixes.size(); ++i) {
