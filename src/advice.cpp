@@ -66,7 +66,7 @@ struct Priced {
 // resolve -> validate -> memory(); nullopt when the core rejects the setup.
 std::optional<Priced> price(const Model& model, const Gpu& gpu,
                             const Setup& setup) {
-  Priced p{resolve_setup(model, setup), {}};
+  Priced p{resolve_setup(model, gpu, setup), {}};
   try {
     validate_setup(model, gpu, p.setup);
   } catch (const Error&) {
@@ -678,6 +678,16 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
   return to;
 }
 
+// `setup` moved from card `from` to card `to`: a vLLM scheduler budget that
+// was the old card's default follows the new card (resolve_setup fills it).
+Setup on_card(Setup setup, const Gpu& from, const Gpu& to) {
+  if (setup.engine == Engine::vllm && setup.vllm_version != VllmEra::v0 &&
+      setup.max_num_batched_tokens == vllm_default_batched_tokens(from)) {
+    setup.max_num_batched_tokens = vllm_default_batched_tokens(to);
+  }
+  return setup;
+}
+
 std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
   // The smallest bigger card that fits; else the biggest card (which only
   // matters inside a combination: alone it changes nothing and is dropped).
@@ -695,7 +705,7 @@ std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
          g.name < biggest->name)) {
       biggest = &g;
     }
-    if (!fits(c.model, g, from.setup)) {
+    if (!fits(c.model, g, on_card(from.setup, *from.gpu, g))) {
       continue;
     }
     if (best == nullptr || g.capacity_bytes < best->capacity_bytes ||
@@ -710,6 +720,7 @@ std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
     return std::nullopt;
   }
   Step to = from;
+  to.setup = on_card(from.setup, *from.gpu, *best);
   to.gpu = best;
   to.title = fmt::format("{} -> {} ({} each)", from.gpu->name, best->name,
                          format_gib(best->capacity_bytes));

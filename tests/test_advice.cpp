@@ -56,7 +56,7 @@ Planned plan_case(const Case& c) {
   p.gpu = spec.gpu;
   Setup s = c.setup;
   s.gpus = spec.count;
-  p.setup = resolve_setup(*p.model, s);
+  p.setup = resolve_setup(*p.model, *p.gpu, s);
   validate_setup(*p.model, *p.gpu, p.setup);
   p.budget = memory(*p.model, *p.gpu, p.setup);
   return p;
@@ -695,4 +695,27 @@ TEST_CASE("plan_args: each vLLM era's written version reads back to that era",
   for (const VllmEra era : {VllmEra::v0, VllmEra::v1_early}) {
     CHECK(vllm_era_from_text(vllm_era_version(era)) == era);
   }
+}
+
+TEST_CASE("advice: a bigger card gets that card's vLLM scheduler default",
+          "[advice]") {
+  // Qwen3-32B on one A100-80 with vLLM: the A100's default budget is 2048
+  // batched tokens (arg_utils.py get_batch_defaults); 40960-token requests
+  // do not fit its KV pool. On an H200 the default is 8192, and the fix's
+  // command line (which leaves the budget out) must price the same setup.
+  const Planned p =
+      plan_case({"qwen3-32b", "1xA100-80",
+                 Setup{.engine = Engine::vllm, .max_model_len = 40960}});
+  REQUIRE(p.setup.max_num_batched_tokens == 2048);
+  REQUIRE_FALSE(p.budget.fits());
+  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const auto bigger = find_fix(fixes, "bigger-gpu");
+  REQUIRE(bigger != fixes.end());
+  CHECK(bigger->gpu->name == "H200");
+  CHECK(bigger->setup.max_num_batched_tokens == 8192);
+  const auto rerun = test::run_cli(test::words(
+      "qwen3-32b --gpus 1xH200 --engine vllm --max-model-len 40960 --json"));
+  REQUIRE(rerun.code == 0);
+  CHECK(nlohmann::json::parse(rerun.out).at("total_bytes").get<Bytes>() ==
+        bigger->total_bytes);
 }
