@@ -10,39 +10,8 @@
 namespace {
 
 using namespace oomplan;
-
-// Llama-3-70B by hand (catalog_facts.md §1a): h 8192, 80 layers, 64 heads,
-// 8 KV heads, head_dim 128, I 28672, vocab 128256, untied.
-Model llama3_70b() {
-  Model m;
-  m.name = "llama-3-70b";
-  m.model_type = "llama";
-  m.hidden_size = 8192;
-  m.num_layers = 80;
-  m.num_heads = 64;
-  m.num_kv_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 28672;
-  m.vocab_size = 128256;
-  m.max_position_embeddings = 8192;
-  return m;
-}
-
-// Llama-2-7B: h 4096, 32 layers, 32 heads (MHA), I 11008, vocab 32000.
-Model llama2_7b() {
-  Model m;
-  m.name = "llama-2-7b";
-  m.model_type = "llama";
-  m.hidden_size = 4096;
-  m.num_layers = 32;
-  m.num_heads = 32;
-  m.num_kv_heads = 32;
-  m.head_dim = 128;
-  m.intermediate_size = 11008;
-  m.vocab_size = 32000;
-  m.max_position_embeddings = 4096;
-  return m;
-}
+using test::llama2_7b;
+using test::llama3_70b;
 
 Gpu a100() {
   Gpu g;

@@ -23,6 +23,20 @@ using test::llama3_70b;
 
 constexpr double k_gib_d = 1024.0 * 1024.0 * 1024.0;
 
+// Llama-3.2-1B dimensions by hand: h 2048, 16 layers, 32 heads, 8 KV heads,
+// head_dim 64, I 8192, the 128,256-token vocabulary, tied embeddings.
+Model llama32_1b() {
+  Model m = llama3_70b();
+  m.hidden_size = 2048;
+  m.num_layers = 16;
+  m.num_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 64;
+  m.intermediate_size = 8192;
+  m.tie_word_embeddings = true;
+  return m;
+}
+
 // A GPT-2-style model (LayerNorm, GELU MLP of 4h, biases, learned positions,
 // dropout, tied embeddings), as validation/configs/{gpt3-175b,
 // zero-paper-7.5b} describe.
@@ -301,14 +315,7 @@ TEST_CASE(
     "[training]") {
   // Llama-3.2-1B dimensions: a small body under a 128,256-token vocabulary,
   // so the start of backward (logits plus their gradient) is the peak.
-  Model m = llama3_70b();
-  m.hidden_size = 2048;
-  m.num_layers = 16;
-  m.num_heads = 32;
-  m.num_kv_heads = 8;
-  m.head_dim = 64;
-  m.intermediate_size = 8192;
-  m.tie_word_embeddings = true;
+  const Model m = llama32_1b();
   const Gpu g = card("A100-80", 79.21);
   Setup s{.mode = Mode::lora,
           .seq = 4096,
@@ -331,14 +338,7 @@ TEST_CASE(
     "from the loss to the embedding",
     "[training]") {
   // Llama-3.2-1B dimensions with tied embeddings, full fine-tuning in bf16.
-  Model m = llama3_70b();
-  m.hidden_size = 2048;
-  m.num_layers = 16;
-  m.num_heads = 32;
-  m.num_kv_heads = 8;
-  m.head_dim = 64;
-  m.intermediate_size = 8192;
-  m.tie_word_embeddings = true;
+  const Model m = llama32_1b();
   const Gpu g = card("A100-80", 79.21);
   Setup s{.mode = Mode::full,
           .seq = 4096,
