@@ -136,9 +136,10 @@ std::string render_fit_text(const FitResult& result, const Model& model,
     fmt::format_to(std::back_inserter(out), "     oomplan {}\n",
                    plan_args(model_arg, *p.gpu, p.setup));
   }
-  out +=
-      "\nTimes assume 40 % MFU, 80 % of HBM bandwidth in decode and 75 % of "
-      "link bandwidth in collectives.\n";
+  fmt::format_to(std::back_inserter(out),
+                 "\nTimes assume {:.0f} % MFU, {:.0f} % of HBM bandwidth in "
+                 "decode and {:.0f} % of link bandwidth in collectives.\n",
+                 k_mfu * 100, k_bandwidth_util * 100, k_link_util * 100);
   return out;
 }
 

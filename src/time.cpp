@@ -12,16 +12,6 @@
 namespace oomplan {
 namespace {
 
-// Model FLOPs utilisation of dense training and of compute-bound inference.
-// Llama 3 pre-training reports 38-43 % MFU on H100 (Llama 3 paper, Table 4);
-// fine-tuning stacks (FSDP, DeepSpeed) land at or below that.
-constexpr double k_mfu = 0.40;
-// Memory-bound decode reaches about 80 % of the HBM peak in vLLM/TensorRT-LLM
-// GEMV kernels.
-constexpr double k_bandwidth_util = 0.80;
-// NCCL ring collectives reach about 75 % of the link's one-direction peak
-// (nccl-tests busbw on NVLink and PCIe).
-constexpr double k_link_util = 0.75;
 // One 200 Gb/s InfiniBand/EFA rail per GPU between nodes, in GB/s.
 constexpr double k_internode_gb_s = 25.0;
 // Launch latency of one small collective (decode-time TP all-reduce).

@@ -40,6 +40,18 @@ struct StepTime {
   bool no_nvlink = false;   // several GPUs talk over PCIe only
 };
 
+// The time model's stated assumptions (time.cpp uses them; reports quote them).
+// Model FLOPs utilisation of dense training and of compute-bound inference:
+// Llama 3 pre-training reports 38-43 % MFU on H100 (Llama 3 paper, Table 4);
+// fine-tuning stacks (FSDP, DeepSpeed) land at or below that.
+inline constexpr double k_mfu = 0.40;
+// Memory-bound decode reaches about 80 % of the HBM peak in vLLM/TensorRT-LLM
+// GEMV kernels.
+inline constexpr double k_bandwidth_util = 0.80;
+// NCCL ring collectives reach about 75 % of the link's one-direction peak
+// (nccl-tests busbw on NVLink and PCIe).
+inline constexpr double k_link_util = 0.75;
+
 // REQUIRES: `setup` resolved and validated. Pure: never calls memory().
 StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup);
 // The same with memory()'s budget for that setup: with --engine vllm the batch
