@@ -5,11 +5,11 @@
 // candidate is priced by memory(); keep the Pareto front on (GPUs, estimated
 // step time, headroom).
 
-#include "oomplan/advice.hpp"
 #include "oomplan/gpu.hpp"
 #include "oomplan/memory.hpp"
 #include "oomplan/model.hpp"
 #include "oomplan/setup.hpp"
+#include "oomplan/time.hpp"
 
 #include <vector>
 
@@ -26,7 +26,8 @@ struct FitConstraints {
 
 struct FitPlan {
   const Gpu* gpu = nullptr;
-  Setup setup;  // resolved; plan_args(model_arg, *gpu, setup) reruns it
+  Setup request;   // as asked: plan_args(model_arg, model, *gpu, request)
+  Resolved setup;  // resolved
   Bytes total_bytes = 0;
   Bytes headroom_bytes = 0;
   bool fits = false;
