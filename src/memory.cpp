@@ -62,10 +62,15 @@ Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup) {
   Budget budget;
   budget.capacity_bytes = gpu.capacity_bytes;
   budget.usable_bytes = gpu.capacity_bytes;
+  budget.margin_bytes = setup.min_headroom_bytes;
+  budget.host_capacity_bytes = setup.host_ram_bytes;
   if (setup.training()) {
     add_training(model, gpu, setup, budget);
   } else {
     add_inference(model, gpu, setup, budget);
+  }
+  if (budget.fits() && !budget.fits_with_margin()) {
+    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
   }
   return budget;
 }

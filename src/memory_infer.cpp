@@ -737,10 +737,6 @@ void add_inference(const Model& model, const Gpu& gpu, const Resolved& setup,
       !runs_flash_attention(gpu)) {
     budget.warnings |= static_cast<unsigned>(Warning::flash_unsupported);
   }
-  if (budget.fits() && dbl(budget.headroom_bytes()) <
-                           k_low_headroom_share * dbl(budget.capacity_bytes)) {
-    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
-  }
 }
 
 }  // namespace oomplan

@@ -403,10 +403,18 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       }
     }
   } else {
+    // Layers of one kind (dense, MoE, encoder-decoder cross) hold the same
+    // parameters: count each kind once.
+    double kinds[3] = {-1, -1, -1};
     for (std::int64_t l = begin; l < end; ++l) {
-      const double p = as_double(layer_params(model, l));
-      layer_sum += p;
-      largest_layer = std::max(largest_layer, p);
+      const std::size_t kind = l >= model.num_layers    ? 2
+                               : is_moe_layer(model, l) ? 1
+                                                        : 0;
+      if (kinds[kind] < 0) {
+        kinds[kind] = as_double(layer_params(model, l));
+      }
+      layer_sum += kinds[kind];
+      largest_layer = std::max(largest_layer, kinds[kind]);
     }
   }
   const double stage_params =
@@ -959,10 +967,6 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   budget.peak.reserved_bytes = allocated + fragmentation;
   budget.peak.device_bytes = budget.total_bytes();
   budget.peak.phase = worst.phase;
-  if (budget.fits() && static_cast<double>(budget.headroom_bytes()) <
-                           0.05 * static_cast<double>(budget.capacity_bytes)) {
-    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
-  }
 }
 
 }  // namespace oomplan

@@ -112,6 +112,25 @@ const std::array k_rows = {
     [](const OptionContext&) { return std::string(); },
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.nodes}}; }},
   OptionRow{
+    "--host-ram", "host_ram_gib", OptionGroup::hardware, "GIB",
+    "CPU RAM per node, GiB (offload must fit in it)", "the instance's, else unknown",
+    nullptr,
+    [](Setup& s, std::string_view t) {
+      const double value = parse_real("--host-ram", t);
+      if (value <= 0 || value > k_max_host_ram_gib) {
+        throw Error(fmt::format("--host-ram {} is out of range; use more than 0 and up to {} GiB",
+                                t, k_max_host_ram_gib));
+      }
+      s.host_ram_gib = value;
+    },
+    [](const OptionContext& c) {
+      return c.setup.host_ram_gib ? words_of("--host-ram", *c.setup.host_ram_gib) : Words{};
+    },
+    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) {
+      return c.setup.host_ram_gib ? SetupValue{*c.setup.host_ram_gib} : SetupValue{nullptr};
+    }},
+  OptionRow{
     "--mode", "mode", OptionGroup::workload, "NAME",
     "infer, full, lora or qlora", "infer", mode_names,
     [](Setup& s, std::string_view t) {
@@ -621,6 +640,40 @@ const std::array k_rows = {
     [](const OptionContext& c) {
       return c.resolved.price ? SetupValue{*c.resolved.price} : SetupValue{nullptr};
     }},
+  OptionRow{
+    "--min-headroom", "min_headroom_bytes", OptionGroup::overrides, "GIB|PCT%",
+    "free memory a plan must keep to count as fitting: GiB, or a share such as 10%",
+    "5% of the card (vLLM: none)", nullptr,
+    [](Setup& s, std::string_view t) {
+      if (!t.empty() && t.back() == '%') {
+        const double pct = parse_real("--min-headroom", t.substr(0, t.size() - 1));
+        if (pct < 0 || pct >= 100) {
+          throw Error(fmt::format("--min-headroom {} is out of range; use 0% to below 100%", t));
+        }
+        s.min_headroom_share = pct / 100;
+        s.min_headroom_gib.reset();
+        return;
+      }
+      const double gib = parse_real("--min-headroom", t);
+      if (gib < 0 || gib > k_max_overhead_gib) {
+        throw Error(fmt::format(
+            "--min-headroom {} is out of range; use 0 to {} GiB, or a share such as 10%", t,
+            k_max_overhead_gib));
+      }
+      s.min_headroom_gib = gib;
+      s.min_headroom_share.reset();
+    },
+    [](const OptionContext& c) {
+      if (c.setup.min_headroom_gib) {
+        return words_of("--min-headroom", *c.setup.min_headroom_gib);
+      }
+      if (c.setup.min_headroom_share) {
+        return words("--min-headroom", fmt::format("{}%", *c.setup.min_headroom_share * 100));
+      }
+      return Words{};
+    },
+    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) { return SetupValue{c.resolved.min_headroom_bytes}; }},
 };
 // clang-format on
 

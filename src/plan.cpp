@@ -51,6 +51,19 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.overhead_gib = s.overhead_gib;
   r.reserve = s.reserve;
   r.price = s.price;
+  const double capacity = static_cast<double>(gpu.capacity_bytes);
+  if (s.min_headroom_gib) {
+    r.min_headroom_bytes =
+        round_bytes(*s.min_headroom_gib * static_cast<double>(k_gib));
+  } else if (s.min_headroom_share) {
+    r.min_headroom_bytes = round_bytes(*s.min_headroom_share * capacity);
+  } else if (s.engine != Engine::vllm || s.training()) {
+    r.min_headroom_bytes = round_bytes(k_low_headroom_share * capacity);
+  }
+  if (s.host_ram_gib) {
+    r.host_ram_bytes =
+        round_bytes(*s.host_ram_gib * static_cast<double>(k_gib));
+  }
 
   // Inference spreads one replica over a node's GPUs (vLLM and transformers
   // tp_plan); training starts data-parallel. device_map="auto" runs one
@@ -238,11 +251,15 @@ std::optional<std::string> check(const Model& model, const Gpu& gpu,
 
 Pricing price(const Model& model, const Gpu& gpu, const Setup& setup) {
   Pricing out;
-  if (auto problem = check(model, gpu, setup)) {
+  if (auto problem = check_request(setup)) {
     out.problem = std::move(*problem);
     return out;
   }
   Priced p{setup, resolve(model, gpu, setup), {}};
+  if (auto problem = check_layout(model, setup, p.setup)) {
+    out.problem = std::move(*problem);
+    return out;
+  }
   p.budget = memory(model, gpu, p.setup);
   out.priced = std::move(p);
   return out;
@@ -276,32 +293,6 @@ Plan make_plan(const Model& model, const Gpu& gpu, const Setup& setup,
   return plan;
 }
 
-namespace {
-
-// The setups tried for `count` GPUs without --gpus: up to a node, then whole
-// nodes. Inference the user left to the defaults takes the largest
-// tensor-parallel size the attention heads allow within a node and pipelines
-// the rest (vLLM's multi-node recipe: tp within, pp across nodes); anything
-// else keeps the user's layout.
-std::vector<Setup> sizing_layouts(const Setup& base, int count) {
-  Setup setup = base;
-  setup.gpus = std::min(count, k_gpus_per_node);
-  setup.nodes = count / setup.gpus;
-  if (setup.training() || setup.tp || setup.pp != 1 || setup.split_layers) {
-    return {setup};
-  }
-  std::vector<Setup> layouts;
-  for (int tp = setup.gpus; tp >= 1; tp /= 2) {
-    Setup layout = setup;
-    layout.tp = tp;
-    layout.pp = count / tp;
-    layouts.push_back(layout);
-  }
-  return layouts;
-}
-
-}  // namespace
-
 Sizing make_sizing(const Model& model, const std::vector<Gpu>& cards,
                    const Setup& setup, const std::string& model_arg) {
   Sizing sizing;
@@ -309,39 +300,40 @@ Sizing make_sizing(const Model& model, const std::vector<Gpu>& cards,
   sizing.setup = setup;
   sizing.model_arg = model_arg;
   sizing.max_gpus = k_sizing_max_gpus;
+  SearchScope scope;
+  scope.quantize = false;  // the job's own weight format
+  scope.offload = false;
+  Searcher searcher(model, setup, scope);
   std::string first_problem;
   bool any_valid = false;
+  const std::vector<int> counts = gpu_counts(k_sizing_max_gpus);
   for (const Gpu& gpu : cards) {
     if (!gpu.common) {
       continue;
     }
     SizingRow row;
     row.gpu = &gpu;
-    for (const int count : gpu_counts(k_sizing_max_gpus)) {
-      // The first valid layout for `count` GPUs.
-      std::optional<Priced> priced;
-      for (const Setup& layout : sizing_layouts(setup, count)) {
-        Pricing p = price(model, gpu, layout);
-        if (p.priced) {
-          priced = std::move(p.priced);
-          break;
-        }
-        if (first_problem.empty()) {
-          first_problem = p.problem;
-        }
-      }
-      if (!priced) {
-        continue;
-      }
+    if (auto found = searcher.fewest(gpu, counts, Objective::balanced)) {
       any_valid = true;
-      row.request = priced->request;
-      row.setup = priced->setup;
-      row.total_bytes = priced->budget.total_bytes();
-      row.usable_bytes = priced->budget.usable_bytes;
-      row.fits = priced->budget.fits();
-      if (row.fits) {
-        row.count = count;
-        break;
+      row.count = found->setup.total_gpus();
+      row.request = found->request;
+      row.setup = found->setup;
+      row.moves = found->moves;
+      row.total_bytes = found->budget.total_bytes();
+      row.usable_bytes = found->budget.usable_bytes;
+      row.fits = true;
+    } else {
+      // The user's setup on the most GPUs tried, to show how far off it is.
+      Pricing p =
+          price(model, gpu, with_gpu_count(setup, counts.back(), model));
+      if (p.priced) {
+        any_valid = true;
+        row.request = p.priced->request;
+        row.setup = p.priced->setup;
+        row.total_bytes = p.priced->budget.total_bytes();
+        row.usable_bytes = p.priced->budget.usable_bytes;
+      } else if (first_problem.empty()) {
+        first_problem = p.problem;
       }
     }
     sizing.rows.push_back(row);

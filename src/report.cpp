@@ -131,6 +131,36 @@ std::string fix_args(const Plan& plan, const Fix& fix) {
   return plan_args(plan.model_arg, *plan.model, gpu, fix.request);
 }
 
+std::vector<std::string> fix_argv(const Plan& plan, const Fix& fix) {
+  const Gpu& gpu = fix.gpu != nullptr ? *fix.gpu : *plan.gpu;
+  return plan_argv(plan.model_arg, *plan.model, gpu, fix.request);
+}
+
+// A group's heading in the text report.
+std::string_view group_heading(FixGroup group) {
+  switch (group) {
+    case FixGroup::same_hardware:
+      return "on the same GPUs, the same job:";
+    case FixGroup::more_gpus:
+      return "on more of the same GPUs:";
+    case FixGroup::other_gpus:
+      return "on other GPUs:";
+    case FixGroup::change_job:
+      return "changing the job:";
+  }
+  return "";
+}
+
+// The launch blocks as one line (the JSON's engine_flags).
+std::string launch_line(const Fix& fix) {
+  std::string out;
+  for (const LaunchBlock& b : fix.launch) {
+    out += out.empty() ? "" : "; ";
+    out += b.framework + ": " + b.text;
+  }
+  return out;
+}
+
 // A Markdown table cell: a literal '|' would end the cell.
 std::string md_cell(std::string_view text) {
   std::string out;
@@ -256,17 +286,24 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         gpu_name));
   }
   if (b.has(Warning::host_memory)) {
-    texts.push_back(fmt::format(
-        "offloading needs {} GiB of CPU RAM per node (pinned buffers "
-        "included)",
-        gib(b.host_bytes)));
+    texts.push_back(
+        b.host_capacity_bytes
+            ? fmt::format("offloading needs {} GiB of CPU RAM per node "
+                          "(pinned buffers included) of the node's {} GiB",
+                          gib(b.host_bytes), gib(*b.host_capacity_bytes))
+            : fmt::format("offloading needs {} GiB of CPU RAM per node "
+                          "(pinned buffers included); --host-ram checks it",
+                          gib(b.host_bytes)));
   }
   if (b.has(Warning::low_headroom)) {
-    texts.push_back(
-        fmt::format("less than {:.0f} % headroom: a longer prompt, a larger "
-                    "batch or allocator fragmentation may still run out of "
-                    "memory",
-                    k_low_headroom_share * 100));
+    texts.push_back(fmt::format(
+        "less than the {} GiB margin free ({}): a longer prompt, a larger "
+        "batch or allocator fragmentation may still run out of memory",
+        gib(b.margin_bytes),
+        plan.request.min_headroom_gib || plan.request.min_headroom_share
+            ? std::string("--min-headroom")
+            : fmt::format("{:.0f} % of the card, the default --min-headroom",
+                          k_low_headroom_share * 100)));
   }
   if (b.has(Warning::flash_unsupported)) {
     texts.push_back(fmt::format(
@@ -364,7 +401,12 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
     put("fixes, best first (each re-priced by the same model):");
     put(fmt::format("  {:>2}  {:>13}  {:<5} {}", "#", "new peak", "fits",
                     "fix"));
+    std::optional<FixGroup> group;
     for (const Fix& fix : plan.fixes) {
+      if (group != fix.group) {
+        group = fix.group;
+        put(fmt::format("  {}", group_heading(fix.group)));
+      }
       const std::string fits = yes_no(fix.fits);
       put(fmt::format("  {:>2}  {:>9} GiB  {:<5} {}", fix.rank,
                       gib(fix.total_bytes),
@@ -373,8 +415,9 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
         put(fmt::format("{:27}cost: {}", "", fix.cost));
       }
       put(st.dim(fmt::format("{:27}oomplan {}", "", fix_args(plan, fix))));
-      if (!fix.engine_flags.empty()) {
-        put(st.dim(fmt::format("{:27}launch: {}", "", fix.engine_flags)));
+      for (const LaunchBlock& block : fix.launch) {
+        put(st.dim(
+            fmt::format("{:27}{}: {}", "", block.framework, block.text)));
       }
     }
   } else if (!b.fits()) {
@@ -407,21 +450,36 @@ std::string render_json(const Plan& plan) {
   doc["usable_bytes"] = b.usable_bytes;
   doc["fits"] = b.fits();
   doc["headroom_bytes"] = b.headroom_bytes();
+  doc["margin_bytes"] = b.margin_bytes;
   doc["host_bytes"] = b.host_bytes;
+  doc["host_capacity_bytes"] =
+      b.host_capacity_bytes ? Json(*b.host_capacity_bytes) : Json(nullptr);
   doc["warnings"] = warning_texts(plan);
 
   Json fixes = Json::array();
   for (const Fix& fix : plan.fixes) {
+    Json launch = Json::array();
+    for (const LaunchBlock& block : fix.launch) {
+      launch.push_back({{"framework", block.framework}, {"text", block.text}});
+    }
     fixes.push_back({{"rank", fix.rank},
                      {"id", fix.id},
                      {"title", fix.title},
+                     {"group", fix_group_name(fix.group)},
                      {"args", fix_args(plan, fix)},
+                     {"argv", fix_argv(plan, fix)},
                      {"total_bytes", fix.total_bytes},
                      {"fits", fix.fits},
                      {"saves_bytes", fix.saves_bytes},
-                     {"cost", fix.cost},
                      {"step_factor", fix.step_factor},
-                     {"engine_flags", fix.engine_flags}});
+                     {"host_bytes", fix.host_bytes},
+                     {"host_capacity_bytes",
+                      fix.host_capacity_bytes ? Json(*fix.host_capacity_bytes)
+                                              : Json(nullptr)},
+                     {"risk", risk_name(fix.risk)},
+                     {"cost", fix.cost},
+                     {"launch", launch},
+                     {"engine_flags", launch_line(fix)}});
   }
   doc["fixes"] = fixes;
   doc["peak"] = {{"allocated_bytes", b.peak.allocated_bytes},
@@ -508,13 +566,13 @@ std::string render_markdown(const Plan& plan) {
   }
   if (!plan.fixes.empty()) {
     put("");
-    put("| # | fix | new peak (GiB) | fits | cost | command |");
-    put("|---:|---|---:|---|---|---|");
+    put("| # | group | fix | new peak (GiB) | fits | cost | command |");
+    put("|---:|---|---|---:|---|---|---|");
     for (const Fix& fix : plan.fixes) {
-      put(fmt::format("| {} | {} | {} | {} | {} | `oomplan {}` |", fix.rank,
-                      md_cell(fix.title), gib(fix.total_bytes),
-                      yes_no(fix.fits), md_cell(fix.cost),
-                      fix_args(plan, fix)));
+      put(fmt::format("| {} | {} | {} | {} | {} | {} | `oomplan {}` |",
+                      fix.rank, fix_group_name(fix.group), md_cell(fix.title),
+                      gib(fix.total_bytes), yes_no(fix.fits), md_cell(fix.cost),
+                      md_cell(fix_args(plan, fix))));
     }
   }
   return put.out;

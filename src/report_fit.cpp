@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iterator>
 
 // `oomplan fit` output. Formatting only: every number comes from fit()
@@ -73,8 +74,8 @@ std::string header(const FitResult& result, const Model& model) {
   const Setup& b = result.base;
   return fmt::format(
       "oomplan fit {}: mode {}, {} tokens per sequence, up to {} GPUs; {} "
-      "configurations priced, {} on the Pareto front (GPUs, time per token, "
-      "headroom)\n",
+      "configurations priced, {} plans (per card the fewest GPUs, then each "
+      "larger count that is faster)\n",
       model.name, mode_name(b.mode), b.seq, result.max_gpus, result.evaluated,
       result.front);
 }
@@ -92,7 +93,9 @@ std::string render_fit_text(const FitResult& result, const Model& model,
     return out;
   }
   const bool training = result.base.training();
-  const bool priced = result.base.price.has_value();
+  const bool priced =
+      std::any_of(result.plans.begin(), result.plans.end(),
+                  [](const FitPlan& p) { return p.time.usd_per_mtok > 0; });
   fmt::format_to(std::back_inserter(out),
                  "\n{:>3}  {:<14} {:>10} {:>10} {:>10} {:>9}{}  {}\n", "#",
                  "GPUs", "per GPU", "headroom", training ? "step" : "decode",
@@ -108,6 +111,26 @@ std::string render_fit_text(const FitResult& result, const Model& model,
                    duration(p.time.step_s), rate(p.time.tokens_per_s),
                    priced ? fmt::format(" {:>8.2f}", p.time.usd_per_mtok) : "",
                    summary(p.setup));
+    std::vector<std::string> notes;
+    if (p.host_bytes > 0) {
+      notes.push_back(
+          fmt::format("{} host RAM per node", format_gib(p.host_bytes)));
+    }
+    if (p.max_concurrency > 0) {
+      notes.push_back(fmt::format("{} KV tokens, {:.1f} requests of {} at once",
+                                  p.kv_tokens, p.max_concurrency,
+                                  p.setup.max_model_len));
+    }
+    if (p.risk != Risk::none) {
+      notes.push_back(fmt::format("{} accuracy risk", risk_name(p.risk)));
+    }
+    if (!notes.empty()) {
+      std::string line;
+      for (const auto& n : notes) {
+        line += line.empty() ? n : "; " + n;
+      }
+      fmt::format_to(std::back_inserter(out), "     {}\n", line);
+    }
     fmt::format_to(std::back_inserter(out), "     oomplan {}\n",
                    plan_args(model_arg, model, *p.gpu, p.request));
   }
@@ -141,7 +164,13 @@ std::string render_fit_json(const FitResult& result, const Model& model,
         {"setup", setup_json(model, *p.gpu, p.request, p.setup)},
         {"total_bytes", p.total_bytes},
         {"headroom_bytes", p.headroom_bytes},
+        {"host_bytes", p.host_bytes},
         {"fits", p.fits},
+        {"risk", risk_name(p.risk)},
+        {"kv_tokens", p.kv_tokens},
+        {"max_concurrency", p.max_concurrency},
+        {"usd_per_gpu_hour",
+         p.usd_per_gpu_hour ? Json(*p.usd_per_gpu_hour) : Json(nullptr)},
         {"step_time_s", t.step_s},
         {"tokens_per_s", t.tokens_per_s},
         {"usd_per_mtok",

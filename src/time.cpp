@@ -31,6 +31,12 @@ constexpr double k_cpu_adam_params_per_s = 2e9;
 // backward: QLoRA steps run about 30 % slower than 16-bit LoRA (QLoRA paper
 // §5 and the peft/bnb benchmarks).
 constexpr double k_nf4_train_factor = 1.3;
+// bitsandbytes LLM.int8() in transformers splits every matmul into an int8
+// part and an fp16 outlier part and dequantizes the result: it runs no
+// faster than the 16-bit model, about 15-23 % slower on BLOOM-176B (Dettmers
+// et al. 2022, LLM.int8(), §"Inference speed and memory"; the hf-bitsandbytes
+// integration blog).
+constexpr double k_llm_int8_slowdown = 1.2;
 
 // Every transformer block: decoder-only layers plus an encoder-decoder's
 // decoder stack.
@@ -287,6 +293,12 @@ StepTime inference_time(const Model& model, const Gpu& gpu,
   // (1 - k/E)^batch. The experts' share of the bytes is their share of the
   // parameters.
   double weights = weight_read_bytes(model, setup);
+  if (setup.engine == Engine::hf && setup.quant == Quant::int8) {
+    // LLM.int8(): the 16-bit model's time, and then some.
+    Resolved sixteen = setup;
+    sixteen.quant = Quant::none;
+    weights = weight_read_bytes(model, sixteen) * k_llm_int8_slowdown;
+  }
   if (model.num_experts > 0 && params.total() > 0) {
     const double share = static_cast<double>(params.experts) /
                          static_cast<double>(params.total());

@@ -251,3 +251,50 @@ TEST_CASE("plan: resolve derives each default from the model, card and setup",
   CHECK(resolve(m, h100, Setup{}).kv_dtype == Dtype::bf16);
   CHECK(resolve(m, h100, Setup{.dtype = Dtype::fp16}).kv_dtype == Dtype::fp16);
 }
+
+TEST_CASE("plan_args: writes the GPUs and only the options that differ",
+          "[plan]") {
+  const auto& cat = test::catalog();
+  const Model& model = find_model(cat, "llama3-70b");
+  const Gpu& a100 = find_gpu(cat, "A100-80");
+  CHECK(plan_args("llama3-70b", model, a100, Setup{.gpus = 4, .seq = 8192}) ==
+        "llama3-70b --gpus 4xA100-80 --seq 8192");
+  CHECK(plan_args("llama3-70b", model, a100,
+                  Setup{.gpus = 8,
+                        .mode = Mode::full,
+                        .zero = 3,
+                        .checkpointing = Checkpointing::full}) ==
+        "llama3-70b --gpus 8xA100-80 --mode full --zero 3 --checkpointing "
+        "full");
+  // tp other than the default and the vLLM options are written; a tp equal
+  // to its default (4 GPUs: tp 4) and QLoRA's default nf4 are left out.
+  CHECK(plan_args("llama3-70b", model, a100,
+                  Setup{.gpus = 4,
+                        .engine = Engine::vllm,
+                        .tp = 2,
+                        .gpu_util = 0.85,
+                        .max_model_len = 2048}) ==
+        "llama3-70b --gpus 4xA100-80 --engine vllm --tp 2 --gpu-util 0.85 "
+        "--max-model-len 2048");
+  CHECK(plan_args("llama3-70b", model, a100, Setup{.gpus = 4, .tp = 4}) ==
+        "llama3-70b --gpus 4xA100-80");
+  CHECK(plan_args("llama3-70b", model, a100,
+                  Setup{.gpus = 2,
+                        .mode = Mode::qlora,
+                        .seq = 512,
+                        .quant = Quant::nf4}) ==
+        "llama3-70b --gpus 2xA100-80 --mode qlora --seq 512");
+  // A path with a space is quoted for the shell.
+  CHECK(plan_args("my models/config.json", model, a100, Setup{}) ==
+        "'my models/config.json' --gpus 1xA100-80");
+}
+
+TEST_CASE("plan_args: each vLLM era's written version reads back to that era",
+          "[plan]") {
+  CHECK(vllm_era_version(VllmEra::v0) == "0.6");
+  CHECK(vllm_era_version(VllmEra::v1_early) == "0.10");
+  CHECK(vllm_era_version(VllmEra::current).empty());  // the default: unwritten
+  for (const VllmEra era : {VllmEra::v0, VllmEra::v1_early}) {
+    CHECK(vllm_era_from_text(vllm_era_version(era)) == era);
+  }
+}

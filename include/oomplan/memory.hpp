@@ -82,17 +82,19 @@ enum class Warning : unsigned {
                          << 4,  // paged optimizer states live in unified memory
   fp8_emulated = 1U << 5,  // fp8 requested on a card without fp8 tensor cores
   host_memory = 1U << 6,   // offload needs host RAM (host_bytes)
-  low_headroom = 1U << 7,  // fits with < k_low_headroom_share free
+  low_headroom = 1U << 7,  // fits with less than the margin free
   flash_unsupported =
       1U << 8,  // flash attention needs compute capability >= 8.0
 };
 
 inline constexpr std::size_t k_max_components = 10;
 
-// A plan that fits with less than this share of the card free gets the
-// low-headroom warning: a longer prompt, a larger batch or the allocator's
-// fragmentation beyond its mean then runs out of memory (the seed articles'
-// rule of thumb of keeping 5 % spare).
+// The default --min-headroom margin, as a share of the card: a plan that fits
+// with less free gets the low-headroom warning, and a fix must keep at least
+// this much. The caching allocator's fragmentation varies by 2-5 % of the
+// card around the modelled mean (catalog_facts.md Part 3), so a plan within
+// 5 % may still run out of memory. vLLM plans have no default margin: their
+// budget is gpu-util x capacity by design.
 inline constexpr double k_low_headroom_share = 0.05;
 
 // Ceiling of any one component (2^56 B = 64 PiB, beyond any cluster): terms
@@ -119,7 +121,9 @@ struct Budget {
 
   Bytes capacity_bytes = 0;  // Gpu::capacity_bytes
   Bytes usable_bytes = 0;    // capacity less the user's reserve
+  Bytes margin_bytes = 0;    // headroom the plan must keep (--min-headroom)
   Bytes host_bytes = 0;      // CPU RAM one node needs (offload)
+  std::optional<Bytes> host_capacity_bytes;  // CPU RAM of a node, when known
   Peak peak;
   std::vector<Stage> stages;        // pp > 1 or split layers
   std::optional<VllmProfile> vllm;  // engine vllm
@@ -128,10 +132,16 @@ struct Budget {
   void add(std::string_view name, Bytes bytes, std::string_view formula);
   Bytes bytes_of(std::string_view name) const;  // 0 when absent
   Bytes total_bytes() const;                    // sum of components
-  // Fits when the total is within usable memory and, with --engine vllm,
-  // vLLM would start (no error).
+  // Fits when the total is within usable memory, the offloaded bytes within
+  // the node's CPU RAM (when known) and, with --engine vllm, vLLM would start
+  // (no error).
   bool fits() const {
-    return total_bytes() <= usable_bytes && (!vllm || vllm->error.empty());
+    return total_bytes() <= usable_bytes && (!vllm || vllm->error.empty()) &&
+           (!host_capacity_bytes || host_bytes <= *host_capacity_bytes);
+  }
+  // Fits and keeps the required headroom: what a fix must reach.
+  bool fits_with_margin() const {
+    return fits() && headroom_bytes() >= margin_bytes;
   }
   Bytes headroom_bytes() const { return usable_bytes - total_bytes(); }
   bool has(Warning w) const {

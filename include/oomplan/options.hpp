@@ -83,6 +83,7 @@ inline constexpr std::int64_t k_max_grad_accum = 1'000'000;
 inline constexpr std::int64_t k_max_num_seqs = 1'000'000;
 inline constexpr double k_max_overhead_gib = 1024;
 inline constexpr double k_max_price = 1'000'000;
+inline constexpr double k_max_host_ram_gib = 1'048'576;  // 1 PiB per node
 
 // Number parsing with the contract's messages ("--seq 'abc' is not a whole
 // number", "--seq 0 is out of range; use 1 to 10000000 tokens"), shared by the

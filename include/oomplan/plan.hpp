@@ -63,24 +63,23 @@ struct Plan {
   std::string model_arg;  // what the user typed for MODEL (re-run lines)
 };
 
-// Fixes are listed when the plan does not fit or keeps less than this share
-// of the card free (a longer prompt or fragmentation would then OOM).
-inline constexpr double k_advise_headroom_share = 0.10;
-
 // The whole pipeline for `setup` on `gpu`; `cards` are the catalog's GPUs the
 // advisor may propose. Throws Error with check()'s message when the setup is
 // invalid.
 Plan make_plan(const Model& model, const Gpu& gpu, const Setup& setup,
                const std::vector<Gpu>& cards, const std::string& model_arg);
 
-// `oomplan MODEL` without --gpus: for each common GPU, the fewest that fit.
+// `oomplan MODEL` without --gpus: for each common GPU, the fewest that fit
+// with the cheapest setup (the search's free and compute knobs: no weight
+// quantization, no offload).
 struct SizingRow {
   const Gpu* gpu = nullptr;
-  int count = 0;   // total GPUs of the smallest setup tried that fits; 0: none
-  Setup request;   // that setup as asked (the last one tried when none fits)
-  Resolved setup;  // and resolved
-  Bytes total_bytes = 0;   // per GPU
-  Bytes usable_bytes = 0;  // per GPU
+  int count = 0;   // total GPUs of the smallest setup that fits; 0: none
+  Setup request;   // that setup as asked (the user's on the most GPUs tried
+  Resolved setup;  // when none fits), and resolved
+  std::vector<Move> moves;  // what the search changed
+  Bytes total_bytes = 0;    // per GPU
+  Bytes usable_bytes = 0;   // per GPU
   bool fits = false;
 };
 struct Sizing {

@@ -4,6 +4,7 @@
 // every default filled in, and the names of their enumerations.
 
 #include "oomplan/dtype.hpp"
+#include "oomplan/units.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -98,6 +99,12 @@ struct Setup {
   std::optional<double> overhead_gib{};  // CUDA context, cuBLAS, NCCL per GPU
   std::optional<double> reserve{};       // fragmentation, share of allocated
   std::optional<double> price{};         // USD per GPU-hour
+  // --min-headroom: the free memory a plan must keep to count as fitting, in
+  // GiB or as a share of the card; nullopt: k_low_headroom_share (none for
+  // vLLM, whose budget is gpu-util by design).
+  std::optional<double> min_headroom_gib{};
+  std::optional<double> min_headroom_share{};
+  std::optional<double> host_ram_gib{};  // CPU RAM per node; nullopt: unknown
 
   int total_gpus() const { return gpus * nodes; }
   bool training() const { return mode != Mode::infer; }
@@ -149,6 +156,8 @@ struct Resolved {
   std::optional<double> overhead_gib{};
   std::optional<double> reserve{};
   std::optional<double> price{};
+  Bytes min_headroom_bytes = 0;           // the margin, resolved on the card
+  std::optional<Bytes> host_ram_bytes{};  // CPU RAM per node, when known
 
   int total_gpus() const { return gpus * nodes; }
   int dp() const { return total_gpus() / (tp * pp); }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -62,10 +63,10 @@ struct FitOptions {
   std::string gpus;
   SetupOptions setup;
   OutputOptions output;
-  std::string min_headroom = "0";
   std::string max_gpus = std::to_string(k_sizing_max_gpus);
   bool no_offload = false;
   bool no_quant = false;
+  bool all_gpus = false;
   std::string global_batch;
   std::string top = "10";
 };
@@ -291,67 +292,94 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   return plan.budget.fits() ? k_exit_fits : k_exit_does_not_fit;
 }
 
+// The cards `fit` tries: each word of --gpus (a name: any count; NxNAME or an
+// instance: that count), else the catalog's common cards (every card with
+// --all-gpus).
+std::vector<FitCard> fit_cards(const Catalog& catalog, const FitOptions& o) {
+  std::vector<FitCard> cards;
+  auto add = [&cards](const Gpu* gpu, int count) {
+    const bool seen = std::any_of(
+        cards.begin(), cards.end(),
+        [&](const FitCard& c) { return c.gpu == gpu && c.count == count; });
+    if (!seen) {
+      cards.push_back({gpu, count, std::nullopt});
+    }
+  };
+  if (o.gpus.empty()) {
+    for (const Gpu& gpu : catalog.gpus) {
+      if (gpu.common || o.all_gpus) {
+        add(&gpu, 0);
+      }
+    }
+    return cards;
+  }
+  std::string_view rest = o.gpus;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string word(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{}
+                                           : rest.substr(comma + 1);
+    if (word.empty()) {
+      continue;
+    }
+    const GpuSpec spec = parse_gpu_spec(catalog, word);
+    const bool counted =
+        spec.gpu != nullptr &&
+        ((word.find('x') != std::string::npos &&
+          std::isdigit(static_cast<unsigned char>(word.front())) != 0) ||
+         std::any_of(catalog.instances.begin(), catalog.instances.end(),
+                     [&](const Instance& i) { return i.name == word; }));
+    if (spec.gpu != nullptr && counted) {
+      add(spec.gpu, spec.count);
+    } else {
+      add(&find_gpu(catalog, word), 0);
+    }
+  }
+  if (cards.empty()) {
+    throw Error(fmt::format(
+        "--gpus '{}' names no GPU; use a name, NxNAME or a comma list such as "
+        "A100-80,8xH100",
+        o.gpus));
+  }
+  return cards;
+}
+
 int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
   const Format format = output_format(options.output, app);
-  const Setup base = read_setup(options.setup);
+  Setup base = read_setup(options.setup);
 
   FitConstraints constraints;
-  constraints.min_headroom_gib =
-      parse_real("--min-headroom", options.min_headroom);
-  if (constraints.min_headroom_gib < 0 ||
-      constraints.min_headroom_gib > k_max_overhead_gib) {
-    throw Error(
-        fmt::format("--min-headroom {} is out of range; use 0 to {} GiB",
-                    options.min_headroom, k_max_overhead_gib));
-  }
   constraints.max_gpus = static_cast<int>(
       parse_whole("--max-gpus", options.max_gpus, 1, k_max_fit_gpus, "GPUs"));
   constraints.no_offload = options.no_offload;
   constraints.no_quant = options.no_quant;
-  if (!options.global_batch.empty()) {
-    constraints.global_batch = parse_whole(
-        "--global-batch", options.global_batch, 1, k_max_batch, "sequences");
-  }
   constraints.top =
       static_cast<int>(parse_whole("--top", options.top, 1, k_max_top, ""));
+  if (!options.global_batch.empty()) {
+    // The global batch the search keeps on every count: grad-accum on one
+    // GPU, which the search divides as the GPUs grow.
+    const std::int64_t global = parse_whole(
+        "--global-batch", options.global_batch, 1, k_max_batch, "sequences");
+    if (!base.training() || global % base.batch != 0) {
+      throw Error(fmt::format(
+          "--global-batch {} applies to training and must be a multiple of "
+          "--batch {}",
+          global, base.batch));
+    }
+    base.gpus = 1;
+    base.nodes = 1;
+    base.grad_accum = static_cast<int>(global / base.batch);
+  }
 
   const Catalog catalog = load_catalog(options.output.catalog_dir);
   LoadedModel loaded;
   load_model(catalog, options.model, loaded);
-
-  std::vector<const Gpu*> gpus;
-  if (options.gpus.empty()) {
-    for (const Gpu& gpu : catalog.gpus) {
-      gpus.push_back(&gpu);
-    }
-  } else {
-    std::string_view rest = options.gpus;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      const std::string word(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view{}
-                                             : rest.substr(comma + 1);
-      if (word.empty()) {
-        continue;
-      }
-      const Gpu* gpu = parse_gpu_spec(catalog, word).gpu;
-      if (gpu == nullptr) {
-        gpu = &find_gpu(catalog, word);
-      }
-      if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) {
-        gpus.push_back(gpu);
-      }
-    }
-    if (gpus.empty()) {
-      throw Error(fmt::format(
-          "--gpus '{}' names no GPU; use a name or a comma list such as "
-          "A100-80,H100",
-          options.gpus));
-    }
-  }
-
   const Model& model = *loaded.model;
-  const FitResult result = fit(model, gpus, base, constraints);
+  const std::vector<FitCard> cards = fit_cards(catalog, options);
+  if (const auto problem = check(model, *cards.front().gpu, base)) {
+    throw Error(*problem);
+  }
+  const FitResult result = fit(model, cards, base, constraints);
   rt.out = render(
       format, [&] { return render_fit_text(result, model, options.model); },
       [&] { return render_fit_json(result, model, options.model); },
@@ -435,22 +463,21 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
       app.add_subcommand("fit", "search the setups that fit, cheapest first");
   fit_app->add_option("MODEL", fit_options.model, "as for plan")->required();
   fit_app->add_option("--gpus", fit_options.gpus,
-                      "GPU types to try: a name or a comma list (default: "
-                      "every catalog GPU)");
+                      "GPU types to try: a name (any count), NxNAME or an "
+                      "instance (that count), or a comma list (default: the "
+                      "common GPUs)");
   add_setup_options(*fit_app, fit_options.setup);
   add_output_options(*fit_app, fit_options.output);
-  fit_app
-      ->add_option("--min-headroom", fit_options.min_headroom,
-                   "GiB that must stay free per GPU")
-      ->type_name("FLOAT")
-      ->capture_default_str();
   fit_app->add_option("--max-gpus", fit_options.max_gpus, "most GPUs to use")
       ->type_name("INT")
       ->capture_default_str();
   fit_app->add_flag("--no-offload", fit_options.no_offload,
                     "never offload to CPU RAM");
   fit_app->add_flag("--no-quant", fit_options.no_quant,
-                    "keep the weights unquantized");
+                    "keep the weights, KV cache and optimizer states as they "
+                    "are");
+  fit_app->add_flag("--all-gpus", fit_options.all_gpus,
+                    "every catalog GPU, not only the common ones");
   fit_app
       ->add_option("--global-batch", fit_options.global_batch,
                    "sequences per optimizer step (training)")
