@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -223,24 +224,36 @@ struct Decimal {
   }
 };
 
-// mantissa x unit / 10^decimals rounded to the byte (exact integer
-// arithmetic: the printed figure, not a binary approximation of it).
+// mantissa x unit / 10^decimals rounded to the byte, saturating at
+// k_max_size: exact integer arithmetic (the printed figure, not a binary
+// approximation of it) for up to 6 decimals and units up to TiB, which
+// covers every figure the engines print.
 Bytes to_bytes(Decimal d, Bytes unit) {
+  if (d.mantissa < 0 || unit <= 0) {
+    return 0;
+  }
+  while (d.decimals > 6) {
+    d.mantissa /= 10;
+    --d.decimals;
+  }
   std::int64_t scale = 1;
   for (int i = 0; i < d.decimals; ++i) {
     scale *= 10;
   }
-  if (d.mantissa < 0 || unit <= 0) {
-    return 0;
-  }
-  if (d.mantissa > k_max_size / unit * scale) {
+  const std::int64_t whole = d.mantissa / scale;
+  const std::int64_t frac = d.mantissa % scale;
+  if (whole >= k_max_size / unit) {
     return k_max_size;
   }
-  if (d.mantissa > std::numeric_limits<std::int64_t>::max() / unit) {
-    // Only reachable with many decimals; fall back to dividing first.
-    return std::min(k_max_size, d.mantissa / scale * unit);
+  // whole x unit < 2^60; frac x unit < 10^6 x 2^40 < 2^63.
+  if (unit > (Bytes{1} << 40)) {
+    return std::min(k_max_size,
+                    whole * unit + static_cast<Bytes>(std::llround(
+                                       static_cast<double>(frac) *
+                                       static_cast<double>(unit) /
+                                       static_cast<double>(scale))));
   }
-  return std::min(k_max_size, (d.mantissa * unit + scale / 2) / scale);
+  return std::min(k_max_size, whole * unit + (frac * unit + scale / 2) / scale);
 }
 
 // --- the normalized window
@@ -2345,6 +2358,9 @@ struct LogScanner::Impl {
     OomMessage& m = r.message;
     std::size_t start = k_npos;
     auto run = [&](std::size_t s, auto&& grammar) {
+      if (s >= t.size()) {
+        return;
+      }
       start = s;
       Cursor c(t, s);
       grammar(c);
@@ -2376,11 +2392,10 @@ struct LogScanner::Impl {
           if (m.source.empty()) {
             return std::nullopt;
           }
-        } else if (ends_before_ci(t, oom, "failure '") ||
-                   (oom > 0 && t[oom - 1] == '\'' &&
-                    rfind_in(t, "Cuda failure", lb, oom) != k_npos)) {
-          run(rfind_in(t, "Cuda failure", lb, oom),
-              [&](Cursor& c) { parse_nccl(t, c, m); });
+        } else if (const std::size_t failure =
+                       rfind_in(t, "Cuda failure", lb, oom);
+                   failure != k_npos && oom > 0 && t[oom - 1] == '\'') {
+          run(failure, [&](Cursor& c) { parse_nccl(t, c, m); });
         } else if (ends_before_ci(t, oom, "Error ") &&
                    starts_with_ci(t, np + 1, " at line")) {
           run(oom - 6, [&](Cursor& c) { parse_bitsandbytes(c, m); });
