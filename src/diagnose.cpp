@@ -16,10 +16,12 @@
 
 // The scanner. Invariants:
 // - Every byte is looked at a constant number of times: one pass for the
-//   NUL / UTF-8 statistics, one line count, one memchr per anchor byte; a
-//   verified anchor costs one window of at most k_lookbehind + k_ahead bytes,
-//   parsed once. No backtracking: the parser only moves forward from a start
-//   phrase, each clause matched once.
+//   NUL / UTF-8 statistics, one newline count, one SSE2 pass over byte pairs
+//   (PairSet); a verified candidate costs one window of at most
+//   k_lookbehind + k_ahead bytes, normalized and parsed once (twice when the
+//   first k_first_ahead bytes were not enough). No backtracking: the parser
+//   only moves forward from a start phrase, each clause matched once, and a
+//   look-back searches a bounded distance.
 // - The buffer holds at most one slice (k_slice) plus k_lookbehind +
 //   k_ahead bytes; messages keep at most 300 characters of text; at most
 //   k_max_messages messages are kept. Memory is constant in the log size.
@@ -127,6 +129,8 @@ constexpr std::size_t k_lookbehind = 512;
 // Bytes after a candidate its message may span (a PyTorch 2.x message with a
 // dozen "Process N has" clauses is ~1.5 KiB; wrapped logs add prefixes).
 constexpr std::size_t k_ahead = 4096;
+// What a first, cheaper window normalizes (a PyTorch 2.x message is ~600).
+constexpr std::size_t k_first_ahead = 1024;
 // The most the scanner buffers from one feed() at a time.
 constexpr std::size_t k_slice = std::size_t{1} << 20;
 constexpr std::size_t k_text_chars = 300;
@@ -256,8 +260,7 @@ Bytes to_bytes(Decimal d, Bytes unit) {
   return std::min(k_max_size, whole * unit + (frac * unit + scale / 2) / scale);
 }
 
-// --- the normalized window
-// -----------------------------------------------------
+// --- the normalized window --------------------------------------------------
 
 // A window of the log with prefixes removed at each line start, ANSI colour
 // codes and HTML escapes decoded, tabs and control characters made spaces.
@@ -722,8 +725,7 @@ void normalize(std::string_view raw, bool at_line_start, Window& w) {
   }
 }
 
-// --- the cursor
-// ----------------------------------------------------------------
+// --- the cursor -------------------------------------------------------------
 
 // Moves forward through a window. Literals match whitespace-insensitively
 // (a space in the literal is optional, line breaks and spaces in the text are
@@ -941,8 +943,7 @@ class Cursor {
   std::size_t m_pos;
 };
 
-// --- finding things in a window
-// ------------------------------------------------
+// --- finding things in a window ---------------------------------------------
 
 // Start of the line holding `pos` in the window text.
 std::size_t line_begin(std::string_view t, std::size_t pos) {
@@ -1029,8 +1030,7 @@ std::optional<int> bracket_device(std::string_view t, std::size_t pos) {
   return std::nullopt;
 }
 
-// --- the grammars
-// ----------------------------------------------------------------
+// --- the grammars -----------------------------------------------------------
 
 struct Parsed {
   OomMessage message;
@@ -1519,6 +1519,11 @@ void parse_xla(std::string_view t, Cursor& c, OomMessage& m,
   const std::size_t bfc =
       find_in(t, "GPU_", line_begin(t, c.pos()), line_finish(t, c.pos()));
   if (c.lit("ran out of memory trying to allocate")) {
+    // TF/XLA's BFC also logs this as a warning it recovers from.
+    if (line.find("this is not a failure") != k_npos) {
+      m.source = {};
+      return;
+    }
     m.requested_bytes = c.size();
     if (const auto exact = exact_bytes_after(c)) {
       m.requested_bytes = exact;
@@ -1727,8 +1732,7 @@ void parse_bitsandbytes(Cursor& c, OomMessage& m) {
   }
 }
 
-// --- the scanner
-// ----------------------------------------------------------------
+// --- the scanner ------------------------------------------------------------
 
 // What a verified anchor found.
 enum class Hit {
@@ -2179,7 +2183,6 @@ struct LogScanner::Impl {
         (ws == 0 && m_base == 0) || (ws > 0 && is_break(m_buf[ws - 1]));
     // Most messages end within k_first_ahead bytes: normalize that much
     // first, and the whole k_ahead only when the parse ran into the end.
-    constexpr std::size_t k_first_ahead = 1024;
     const std::int64_t window_line = lines_at(ws);
     std::optional<Parsed> parsed;
     std::size_t np = 0;
@@ -2596,7 +2599,7 @@ struct LogScanner::Impl {
       default:
         return std::nullopt;
     }
-    if (start == k_npos || in_source_line(t, start)) {
+    if (start == k_npos || m.source.empty() || in_source_line(t, start)) {
       return std::nullopt;
     }
     return r;

@@ -228,6 +228,13 @@ Verdict numeric_rules(const OomMessage& m) {
     ev.insert(ev.begin(), fmt::format("the {} request does not fit in the {} "
                                       "free",
                                       size(*n.r), size(*n.f)));
+  } else if (n.r && n.c && (n.p || n.a)) {
+    const Bytes used = n.p ? *n.p : *n.a;
+    ev.insert(ev.begin(),
+              fmt::format("the {} request on top of the {} in use {} the {} {}",
+                          size(*n.r), size(used),
+                          used + *n.r > *n.c ? "exceeds" : "nears", size(*n.c),
+                          m.kind == OomKind::mps_allocator ? "limit" : "card"));
   } else if (n.r) {
     ev.insert(ev.begin(),
               fmt::format("a {} allocation failed; the message states no "
@@ -366,6 +373,11 @@ Verdict classify(const Diagnosis& d) {
     return v;
   }
   Verdict v{OomCause::shortfall, {}};
+  if (m.kind == OomKind::bitsandbytes) {
+    v.evidence.push_back(
+        "bitsandbytes' own CUDA call ran out of memory (its paged optimizers "
+        "allocate managed memory, which host RAM backs too)");
+  }
   if (activity_before(d.context, m)) {
     v.evidence.push_back(fmt::format(
         "the message states no numbers; the job had been working since line "
@@ -383,8 +395,7 @@ Verdict classify(const Diagnosis& d) {
   return v;
 }
 
-// --- fixes
-// ---------------------------------------------------------------------
+// --- fixes ------------------------------------------------------------------
 
 struct FixList {
   std::vector<OomFix> fixes;
@@ -416,15 +427,15 @@ void add_find_process(FixList& l) {
 void add_batch_fixes(FixList& l) {
   l.add("reduce-batch",
         "Halve the micro-batch and double gradient accumulation",
-        "per_device_train_batch_size / 2, gradient_accumulation_steps × 2",
+        "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
         "same global batch; smaller matrix multiplies run a little slower");
   l.add("gradient-checkpointing",
         "Recompute activations in the backward pass instead of storing them",
         "gradient_checkpointing=True",
         "about one extra forward pass per step (~30 % more compute)");
-  l.add("shorter-sequence", "Train or serve on shorter sequences",
-        "max_seq_length / max_model_len lower",
-        "long inputs are truncated or rejected");
+  l.add("shorter-sequence",
+        "Train on shorter sequences (or serve a shorter --max-model-len)",
+        "max_seq_length ÷ 2", "long inputs are truncated or rejected");
 }
 
 void add_plan_fix(FixList& l) {
@@ -481,13 +492,14 @@ FixList fixes_for(OomCause cause, const OomMessage& m, const LogContext& ctx) {
       if (m.kind == OomKind::nccl) {
         l.add("leave-room-for-nccl",
               "Leave room on each GPU for NCCL's buffers",
-              "NCCL_BUFFSIZE=2097152 (default 4 MiB per channel)",
-              "large collectives may run slower");
+              "NCCL_BUFFSIZE=2097152",
+              "half NCCL's default 4 MiB per channel; large collectives may "
+              "run slower");
         add_find_process(l);
         l.add("lower-framework-memory",
               "Lower the framework's own memory target on these GPUs",
-              "--gpu-memory-utilization lower (vLLM), or a smaller batch",
-              "less KV cache or a smaller batch");
+              "--gpu-memory-utilization 0.85 (vLLM)",
+              "less KV cache (vLLM) or a smaller batch (training)");
         break;
       }
       add_find_process(l);
@@ -547,8 +559,9 @@ FixList fixes_for(OomCause cause, const OomMessage& m, const LogContext& ctx) {
                 "less room for other processes on the GPU");
         }
       } else {
-        l.add("raise-gpu-memory-utilization", "Give vLLM more of the card",
-              "--gpu-memory-utilization 0.95 (default 0.9)",
+        l.add("raise-gpu-memory-utilization",
+              "Give vLLM more of the card (the default is 0.9)",
+              "--gpu-memory-utilization 0.95",
               "less room for other processes on the GPU");
       }
       l.add("kv-cache-fp8", "Store the KV cache in FP8", "--kv-cache-dtype fp8",
@@ -567,7 +580,7 @@ FixList fixes_for(OomCause cause, const OomMessage& m, const LogContext& ctx) {
     }
     case OomCause::large_allocation:
       l.add("reduce-batch", "Halve the micro-batch (the request grows with it)",
-            "per_device_train_batch_size / 2, gradient_accumulation_steps × 2",
+            "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
             "same global batch; slightly slower steps");
       l.add("efficient-attention",
             "Use fused attention instead of materializing batch × heads × "
@@ -575,8 +588,7 @@ FixList fixes_for(OomCause cause, const OomMessage& m, const LogContext& ctx) {
             "attn_implementation=\"sdpa\" (or \"flash_attention_2\")",
             "none on supported GPUs");
       l.add("shorter-sequence", "Process shorter sequences or smaller chunks",
-            "max_seq_length lower, or chunk the input",
-            "long inputs are split or truncated");
+            "max_seq_length ÷ 2", "long inputs are split or truncated");
       add_plan_fix(l);
       break;
     case OomCause::unknown:

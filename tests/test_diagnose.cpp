@@ -137,8 +137,7 @@ const std::string k_vllm_v1 =
 
 }  // namespace
 
-// --- the corpus
-// ----------------------------------------------------------------
+// --- the corpus -------------------------------------------------------------
 
 TEST_CASE(
     "diagnose: every corpus message parses to its hand-read fields and "
@@ -250,8 +249,7 @@ TEST_CASE("diagnose: vLLM's start-up profile lines become context",
   CHECK(*d.context.vllm_gpu_util == Approx(0.90));
 }
 
-// --- exact renderings
-// --------------------------------------------------------------
+// --- exact renderings -------------------------------------------------------
 
 TEST_CASE("diagnose: JSON of the lerf fragmentation message, exactly",
           "[diagnose]") {
@@ -312,7 +310,7 @@ TEST_CASE("diagnose: JSON of the lerf fragmentation message, exactly",
       "rank": 4,
       "id": "reduce-batch",
       "title": "Halve the micro-batch and double gradient accumulation",
-      "args": "per_device_train_batch_size / 2, gradient_accumulation_steps × 2",
+      "args": "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
       "cost": "same global batch; smaller matrix multiplies run a little slower"
     },
     {
@@ -325,8 +323,8 @@ TEST_CASE("diagnose: JSON of the lerf fragmentation message, exactly",
     {
       "rank": 6,
       "id": "shorter-sequence",
-      "title": "Train or serve on shorter sequences",
-      "args": "max_seq_length / max_model_len lower",
+      "title": "Train on shorter sequences (or serve a shorter --max-model-len)",
+      "args": "max_seq_length ÷ 2",
       "cost": "long inputs are truncated or rejected"
     }
   ],
@@ -359,8 +357,8 @@ TEST_CASE("diagnose: text of a vLLM KV-cache message, exactly", "[diagnose]") {
       "  1. Cap the context at what the KV cache holds\n"
       "     --max-model-len 34736\n"
       "     cost: longer requests are rejected\n"
-      "  2. Give vLLM more of the card\n"
-      "     --gpu-memory-utilization 0.95 (default 0.9)\n"
+      "  2. Give vLLM more of the card (the default is 0.9)\n"
+      "     --gpu-memory-utilization 0.95\n"
       "     cost: less room for other processes on the GPU\n"
       "  3. Store the KV cache in FP8\n"
       "     --kv-cache-dtype fp8\n"
@@ -413,8 +411,7 @@ TEST_CASE("diagnose: Markdown shows the fields, the evidence and the fixes",
                      "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`"));
 }
 
-// --- sizes
-// ---------------------------------------------------------------------
+// --- sizes ------------------------------------------------------------------
 
 TEST_CASE("diagnose: sizes are read as printed, in every unit", "[diagnose]") {
   struct Case {
@@ -471,8 +468,33 @@ TEST_CASE("diagnose: sizes are read as printed, in every unit", "[diagnose]") {
   CHECK(tf.source == "tensorflow");
 }
 
-// --- the cause rules
-// -------------------------------------------------------------
+TEST_CASE("diagnose: PyTorch on MPS reads against its memory limit",
+          "[diagnose]") {
+  // aten/src/ATen/mps/MPSAllocator.mm: allocated 7.80 GiB + other 6.94 GiB =
+  // 14.74 GiB in use; + the 3.46 GiB request = 18.20 GiB > the 18.13 GiB
+  // limit; 3.46 < 25 % of 18.13 (4.53): a shortfall.
+  const Diagnosis d = diagnose(
+      "RuntimeError: MPS backend out of memory (MPS allocated: 7.80 GiB, other "
+      "allocations: 6.94 GiB, max allowed: 18.13 GiB). Tried to allocate 3.46 "
+      "GiB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to "
+      "disable upper limit for memory allocations (may cause system "
+      "failure).\n");
+  const OomMessage& m = first(d);
+  CHECK(m.device == "mps");
+  CHECK(m.format == OomFormat::other);
+  CHECK(m.allocated_bytes == printed_bytes("7.80 GiB"));
+  CHECK(m.process_bytes ==
+        printed_bytes("7.80 GiB") + printed_bytes("6.94 GiB"));
+  CHECK(m.capacity_bytes == printed_bytes("18.13 GiB"));
+  CHECK(m.allowed_bytes == printed_bytes("18.13 GiB"));
+  CHECK(m.requested_bytes == printed_bytes("3.46 GiB"));
+  CHECK(d.cause == OomCause::shortfall);
+  CHECK(d.evidence.at(0) ==
+        "the 3.46 GiB request on top of the 14.74 GiB in use exceeds the "
+        "18.13 GiB limit");
+}
+
+// --- the cause rules --------------------------------------------------------
 
 TEST_CASE("diagnose: the cause rules, at their boundaries", "[diagnose]") {
   struct Case {
@@ -591,8 +613,7 @@ TEST_CASE("diagnose: messages without numbers are classified from the log",
             .cause == OomCause::context_creation);
 }
 
-// --- fixes
-// -----------------------------------------------------------------------
+// --- fixes ------------------------------------------------------------------
 
 TEST_CASE("diagnose: fixes follow the message's engine and version",
           "[diagnose]") {
@@ -646,8 +667,7 @@ TEST_CASE("diagnose: fixes follow the message's engine and version",
   CHECK(first(diagnose(renamed)).alloc_conf_env == "PYTORCH_ALLOC_CONF");
 }
 
-// --- robustness
-// ------------------------------------------------------------------
+// --- robustness -------------------------------------------------------------
 
 TEST_CASE("diagnose: prefixes, colours and escapes do not change the facts",
           "[diagnose]") {
@@ -885,12 +905,18 @@ TEST_CASE("diagnose: prose and quoted source are not messages", "[diagnose]") {
   CHECK(diagnose("INFO 11-21 10:13:05 metrics.py:349] GPU KV cache usage: "
                  "45.6%, CPU KV cache usage: 0.0%.\n")
             .count == 0);
+  // TF/XLA's BFC warning that it recovered from.
+  CHECK(diagnose("W tensorflow/core/common_runtime/bfc_allocator.cc:290] "
+                 "Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+                 "2.00GiB with freed_by_count=0. The caller indicates that "
+                 "this is not a failure, but may mean that there could be "
+                 "performance gains if more memory were available.\n")
+            .count == 0);
   // A message cut right after its first sentence still counts.
   CHECK(diagnose("RuntimeError: CUDA out of memory.\n").count == 1);
 }
 
-// --- context mode
-// ----------------------------------------------------------------
+// --- context mode -----------------------------------------------------------
 
 TEST_CASE("diagnose: compare_with_plan names the gap against the plan's peak",
           "[diagnose]") {
