@@ -571,6 +571,14 @@ TEST_CASE("diagnose: the cause rules, at their boundaries", "[diagnose]") {
        pytorch2("100.00 MiB", "8.00 GiB", "400.00 MiB", "", "5.70 GiB",
                 "0 bytes"),
        OomCause::shortfall},
+      // P = 10 GiB < A + U = 75 GiB cannot be this process: used, it would
+      // say 80 - 2 - 10 = 68 GiB of other processes; ignored, the last
+      // clause finds 80 - 2 - 70 - 5 = 3 GiB < 16: a shortfall. (U 5 GiB <
+      // R 6 GiB: not fragmentation.)
+      {"a P below A + U is not this process",
+       pytorch2("6.00 GiB", "80.00 GiB", "2.00 GiB", "10.00 GiB", "70.00 GiB",
+                "5.00 GiB"),
+       OomCause::shortfall},
       // P = 0 bytes < A + U: NVML's blindness, the last clause decides:
       // 80 - 2 - 10 - 0 = 68 GiB.
       {"a P below A + U is not used",
