@@ -4,11 +4,17 @@
 //   2. the CPU time (user + system) of whole oomplan processes, the median of
 //   repeated runs: --version, the README plan, a 70B training plan that does
 //   not fit (the advisor's searches included), and `fit` for 70B full
-//   fine-tuning over the common cards up to 64 GPUs.
+//   fine-tuning over the common cards up to 64 GPUs;
+//   3. `oomplan diagnose` scanner throughput: 1 GiB of training/serving log
+//   lines fed from memory in 1 MiB chunks, an OOM in the middle and at the
+//   end.
 // CPU time, not wall time: it does not depend on what else the machine runs.
 // Usage: oomplan_bench [path/to/oomplan]
+//        oomplan_bench --diagnose LOG   (scan a file in 1 MiB chunks: time,
+//                                        MB/s and peak RSS)
 
 #include "oomplan/catalog.hpp"
+#include "oomplan/diagnose.hpp"
 #include "oomplan/memory.hpp"
 #include "oomplan/plan.hpp"
 #include "oomplan/search.hpp"
@@ -17,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
+#include <iterator>
 #include <spawn.h>
 #include <string>
 #include <sys/resource.h>
@@ -88,9 +95,84 @@ double median_process_seconds(const std::vector<std::string>& args, int runs) {
   return times[times.size() / 2];
 }
 
+// A 1 MiB block of typical log lines (DeepSpeed, HF Trainer, tqdm, vLLM
+// metrics, a traceback frame, a CRI-prefixed line).
+std::string log_block() {
+  static const char* const k_lines[] = {
+      "[2024-05-11 14:10:52,224] [INFO] [logging.py:96:log_dist] [Rank 0] "
+      "step=1234, skipped=0, lr=[1.9e-05], mom=[(0.9, 0.95)]\n",
+      "{'loss': 1.2345, 'grad_norm': 0.8123, 'learning_rate': 1.9e-05, "
+      "'epoch': 0.42}\n",
+      " 42%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88     | "
+      "4200/10000 [1:02:03<1:25:43,  1.13it/s]\n",
+      "INFO 11-21 10:13:05 metrics.py:349] Avg prompt throughput: 1234.5 "
+      "tokens/s, Running: 12 reqs, GPU KV cache usage: 45.6%, CPU KV cache "
+      "usage: 0.0%.\n",
+      "INFO:     127.0.0.1:57641 - \"POST /v1/chat/completions HTTP/1.1\" 200 "
+      "OK\n",
+      "  File \"/usr/local/lib/python3.10/dist-packages/torch/nn/modules/"
+      "module.py\", line 1518, in _wrapped_call_impl\n",
+      "2024-05-11T14:10:52.227Z stdout F Memory usage is nominal; nothing to "
+      "report for this query on every directory entry.\n",
+  };
+  std::string block;
+  for (std::size_t i = 0; block.size() < (std::size_t{1} << 20); ++i) {
+    block += k_lines[(i * 5 + i / 7) % std::size(k_lines)];
+  }
+  return block;
+}
+
+const char* const k_oom =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. "
+    "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free. "
+    "Including non-PyTorch memory, this process has 20.81 GiB memory in use. "
+    "Of the allocated memory 12.09 GiB is allocated by PyTorch, and 4.84 GiB "
+    "is reserved by PyTorch but unallocated.\n";
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+void report_diagnosis(const oomplan::Diagnosis& d, double seconds) {
+  std::printf(
+      "diagnose: %.2f GiB, %lld lines in %.2f s (%.0f MB/s), %lld messages, "
+      "first at line %lld (%s), peak RSS %.1f MiB\n",
+      static_cast<double>(d.bytes) / (1 << 30), static_cast<long long>(d.lines),
+      seconds, static_cast<double>(d.bytes) / seconds / 1e6,
+      static_cast<long long>(d.count),
+      d.messages.empty() ? -1LL : static_cast<long long>(d.messages[0].line),
+      std::string(oomplan::oom_cause_name(d.cause)).c_str(),
+      static_cast<double>(peak_rss_kib()) / 1024);
+}
+
+// Scans a file the way the CLI does: 1 MiB reads fed to a LogScanner.
+int diagnose_file(const char* path) {
+  std::FILE* file = std::fopen(path, "rb");
+  if (file == nullptr) {
+    std::perror(path);
+    return 2;
+  }
+  std::vector<char> chunk(std::size_t{1} << 20);
+  oomplan::LogScanner scanner;
+  const auto start = Clock::now();
+  std::size_t n = 0;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), file)) > 0) {
+    scanner.feed({chunk.data(), n});
+  }
+  std::fclose(file);
+  const oomplan::Diagnosis d = scanner.finish();
+  report_diagnosis(d, seconds_since(start));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--diagnose") {
+    return diagnose_file(argv[2]);
+  }
   const std::string binary = argc > 1 ? argv[1] : OOMPLAN_BINARY;
   const auto catalog = oomplan::builtin_catalog();
   const auto& model = oomplan::find_model(catalog, "llama3-70b");
@@ -138,5 +220,18 @@ int main(int argc, char** argv) {
         "CPU time of `oomplan %s`: %.2f ms median of 51 runs (goal %s)\n",
         line.c_str(), s * 1e3, p.goal);
   }
+
+  const std::string block = log_block();
+  oomplan::LogScanner scanner;
+  const auto scan_start = Clock::now();
+  for (int i = 0; i < 1024; ++i) {
+    scanner.feed(block);
+    if (i == 511) {
+      scanner.feed(k_oom);
+    }
+  }
+  scanner.feed(k_oom);
+  const oomplan::Diagnosis d = scanner.finish();
+  report_diagnosis(d, seconds_since(scan_start));
   return 0;
 }
