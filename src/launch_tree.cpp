@@ -207,6 +207,7 @@ class YamlConverter {
                 "`name: value`",
                 m_origin, key.Mark().line + 1));
           }
+          count_text(key.Scalar().size());
           out[key.Scalar()] = convert(item.second, depth + 1);
         }
         return out;
@@ -216,9 +217,21 @@ class YamlConverter {
   }
 
  private:
-  Json scalar(const YAML::Node& node) const {
+  // Aliases copy their text at every use: bound the text built, too.
+  void count_text(std::size_t n) {
+    m_text += n;
+    if (m_text > k_max_launch_file_bytes * 8) {
+      throw Error(fmt::format(
+          "{}: expands to more than {} MiB of text (YAML aliases repeat their "
+          "values); a launch config is a few KiB",
+          m_origin, k_max_launch_file_bytes * 8 >> 20));
+    }
+  }
+
+  Json scalar(const YAML::Node& node) {
     const std::string& tag = node.Tag();
     const std::string& s = node.Scalar();
+    count_text(s.size());
     if (tag == "!" || tag == "tag:yaml.org,2002:str" || tag == "!!str") {
       return s;
     }
@@ -236,6 +249,7 @@ class YamlConverter {
 
   const std::string& m_origin;
   long m_values = 0;
+  std::size_t m_text = 0;
 };
 
 std::vector<std::string_view> split_path(std::string_view path) {

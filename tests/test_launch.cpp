@@ -624,6 +624,15 @@ TEST_CASE("launch: hostile files get one error line", "[launch]") {
       {"tag.yaml", "base_model: !!python/object:os.system m\n"},
       {"syntax.yaml", "base_model: [m\n"},
       {"syntax.json", "{\"zero_optimization\": {\"stage\": 3,}}"},
+      {"textbomb.yaml", "a: &a " + std::string(60'000, 'x') + "\nb: [" +
+                            [] {
+                              std::string s;
+                              for (int k = 0; k < 2000; ++k) {
+                                s += "*a, ";
+                              }
+                              return s;
+                            }() +
+                            "*a]\nbase_model: m\n"},
       {"blockdeep.yaml",
        [] {
          std::string s;
