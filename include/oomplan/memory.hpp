@@ -89,6 +89,16 @@ enum class Warning : unsigned {
 
 inline constexpr std::size_t k_max_components = 10;
 
+// One moment of a training step on the most loaded GPU, from
+// memory_train.cpp's timeline (for the step picture, report_svg.cpp).
+struct Moment {
+  std::string_view name;  // static text, e.g. "loss gradients"
+  Phase phase = Phase::forward;
+  Bytes allocated_bytes = 0;  // tensors alive at this moment
+  Bytes device_bytes = 0;     // + fragmentation, runtime overhead, paged states
+};
+inline constexpr std::size_t k_max_moments = 6;
+
 // Ceiling of any one component (2^56 B = 64 PiB, beyond any cluster): terms
 // computed in double saturate here so ten of them still sum within int64 at
 // the CLI's input bounds (seq 10M, batch 1M, 100k GPUs).
@@ -118,6 +128,10 @@ struct Budget {
   std::vector<Stage> stages;        // pp > 1 or split layers
   std::optional<VllmProfile> vllm;  // engine vllm
   unsigned warnings = 0;            // Warning bits
+  // Training: the step's timeline in order (forward, backward, optimizer
+  // step); the largest device_bytes equals total_bytes(). Empty otherwise.
+  std::array<Moment, k_max_moments> moments{};
+  std::size_t moment_count = 0;
 
   void add(std::string_view name, Bytes bytes, std::string_view formula);
   Bytes bytes_of(std::string_view name) const;  // 0 when absent
