@@ -1,3 +1,6 @@
+#include "report_internal.hpp"
+
+#include "oomplan/report.hpp"
 #include "oomplan/svg.hpp"
 #include "oomplan/units.hpp"
 
@@ -102,39 +105,6 @@ std::string rate(double tokens_per_s) {
     return fmt::format("{:.0f}k", tokens_per_s / 1e3);
   }
   return fmt::format("{:.0f}", tokens_per_s);
-}
-
-// The settings that tell fit plans apart, as `oomplan fit` words them.
-std::string layout_text(const Setup& s) {
-  std::string out = fmt::format("tp {} pp {} dp {}", s.tp, s.pp, s.dp());
-  auto add = [&out](std::string_view word) {
-    out += ", ";
-    out += word;
-  };
-  if (s.training()) {
-    if (s.zero_stage() > 0) {
-      add(fmt::format("ZeRO-{}", s.zero_stage()));
-    }
-    add(fmt::format("micro-batch {}", s.batch));
-    if (s.grad_accum > 1) {
-      add(fmt::format("grad-accum {}", s.grad_accum));
-    }
-    if (s.checkpointing != Checkpointing::none) {
-      add(fmt::format("{} checkpointing", checkpointing_name(s.checkpointing)));
-    }
-  } else {
-    add(fmt::format("batch {}", s.batch));
-  }
-  if (s.quant != Quant::none && s.quant != Quant::automatic) {
-    add(quant_name(s.quant));
-  }
-  if (s.kv_dtype) {
-    add(fmt::format("{} KV", dtype_name(*s.kv_dtype)));
-  }
-  if (s.offload != Offload::none) {
-    add(fmt::format("offload {}", offload_name(s.offload)));
-  }
-  return out;
 }
 
 // A coordinate: one decimal, never "-0.0".
@@ -327,39 +297,7 @@ double paragraph(Svg& svg, double x, double y, std::string_view text,
 
 // --- The plan.
 
-std::string setup_summary(const Setup& s) {
-  std::string line = fmt::format("{}", mode_name(s.mode));
-  if (!s.training()) {
-    fmt::format_to(std::back_inserter(line), " ({})", engine_name(s.engine));
-  }
-  fmt::format_to(std::back_inserter(line), ", seq {}, batch {}, {}", s.seq,
-                 s.batch, dtype_name(s.dtype));
-  if (s.quant != Quant::none && s.quant != Quant::automatic) {
-    fmt::format_to(std::back_inserter(line), ", weights {}",
-                   quant_name(s.quant));
-  }
-  if (s.split_layers) {
-    line += ", split layers";
-  } else if (s.tp > 0 && s.pp > 0) {
-    fmt::format_to(std::back_inserter(line), ", tp {}, pp {}, dp {}", s.tp,
-                   s.pp, s.dp());
-  }
-  if (s.training()) {
-    if (s.zero_stage() > 0) {
-      fmt::format_to(std::back_inserter(line), ", ZeRO-{}", s.zero_stage());
-    }
-    fmt::format_to(std::back_inserter(line), ", {}, checkpointing {}",
-                   optimizer_name(s.optimizer),
-                   checkpointing_name(s.checkpointing));
-  }
-  if (s.offload != Offload::none) {
-    fmt::format_to(std::back_inserter(line), ", offload {}",
-                   offload_name(s.offload));
-  }
-  return line;
-}
-
-std::string gpu_line(const Setup& s, const Gpu& gpu) {
+std::string gpu_line(const Resolved& s, const Gpu& gpu) {
   if (s.nodes > 1) {
     return fmt::format("{} nodes x {} {}", s.nodes, s.gpus, gpu.name);
   }
@@ -779,7 +717,8 @@ std::string render_plan_svg(const Plan& plan) {
       fmt::format("{} on {}", model.name, gpu_line(plan.setup, gpu));
   svg.text(k_margin, y, title, R"(font-size="17" font-weight="bold")");
   y += 20;
-  y = paragraph(svg, k_margin, y, setup_summary(plan.setup), 12,
+  y = paragraph(svg, k_margin, y,
+                setup_line(model, &gpu, plan.request, plan.setup), 12,
                 k_width - 2 * k_margin, fill(k_muted));
   y += 14;
 
@@ -821,7 +760,9 @@ std::string render_sizing_svg(const Sizing& sizing) {
   svg.text(k_margin, y, title, R"(font-size="17" font-weight="bold")");
   y += 20;
   y = paragraph(svg, k_margin, y,
-                fmt::format("{} (up to {} GPUs)", setup_summary(sizing.setup),
+                fmt::format("{} (up to {} GPUs)",
+                            setup_line(model, nullptr, sizing.setup,
+                                       resolve(model, Gpu{}, sizing.setup)),
                             sizing.max_gpus),
                 12, k_width - 2 * k_margin, fill(k_muted));
   y += 16;
@@ -1018,7 +959,7 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
                fmt::format(R"({} stroke="{}" stroke-width="1")",
                            fill(colour_of_plan(p)), k_ink),
                fmt::format("#{} oomplan {}", i + 1,
-                           plan_args(model_arg, *p.gpu, p.setup)));
+                           plan_args(model_arg, model, *p.gpu, p.request)));
     placed.push_back({cx - 6, cy - 6, cx + 6, cy + 6});
   }
   // Labels: "#1 8x H100-80" beside its point where that covers nothing,
@@ -1090,7 +1031,7 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
   y += 17;
   for (std::size_t i = 0; i < result.plans.size(); ++i) {
     const FitPlan& p = result.plans[i];
-    const Setup& s = p.setup;
+    const Resolved& s = p.setup;
     svg.circle(k_margin + 4, y - 4, 4, fill(colour_of_plan(p)));
     svg.text(k_margin + 12, y, fmt::format("{}", i + 1));
     svg.text(c_gpus, y, fmt::format("{}x {}", s.total_gpus(), p.gpu->name));
@@ -1098,7 +1039,7 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
     svg.text(c_headroom, y, format_gib(p.headroom_bytes), {}, "end");
     svg.text(c_step, y, duration(p.time.step_s), {}, "end");
     svg.text(c_rate, y, rate(p.time.tokens_per_s), {}, "end");
-    const double next = paragraph(svg, c_layout, y, layout_text(s), 11,
+    const double next = paragraph(svg, c_layout, y, fit_layout(s), 11,
                                   width - k_margin - c_layout, fill(k_muted));
     y = std::max(y + 17, next + 2);
   }

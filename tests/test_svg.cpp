@@ -4,6 +4,7 @@
 #include "oomplan/advice.hpp"
 #include "oomplan/catalog.hpp"
 #include "oomplan/memory.hpp"
+#include "oomplan/plan.hpp"
 #include "oomplan/report.hpp"
 #include "oomplan/search.hpp"
 #include "oomplan/svg.hpp"
@@ -30,34 +31,26 @@ using test::parse_xml;
 using test::XmlDocument;
 using test::XmlElement;
 
-// One plan as `oomplan MODEL --gpus SPEC ...` computes it (resolve, validate,
-// memory, time); the picture shows no fixes, so none are searched.
-Plan make_plan(const std::string& model_arg, const std::string& gpus,
-               Setup setup) {
+// One plan as `oomplan MODEL --gpus SPEC ...` computes it (plan.hpp's
+// pipeline).
+Plan plan_for(const std::string& model_arg, const std::string& gpus,
+              Setup setup) {
   const Model& model = find_model(catalog(), model_arg);
   const GpuSpec spec = parse_gpu_spec(catalog(), gpus);
   REQUIRE(spec.gpu != nullptr);
   setup.gpus = spec.count;
-  Plan plan;
-  plan.model = &model;
-  plan.gpu = spec.gpu;
-  plan.model_arg = model_arg;
-  plan.setup = resolve_setup(model, *spec.gpu, setup);
-  validate_setup(model, *spec.gpu, plan.setup);
-  plan.budget = memory(model, *spec.gpu, plan.setup);
-  plan.time = estimate_time(model, *spec.gpu, plan.setup, plan.budget);
-  return plan;
+  return make_plan(model, *spec.gpu, setup, catalog().gpus, model_arg);
 }
 
 // README's first example: oomplan llama3-70b --gpus 4xA100-80 --seq 8192.
 Plan readme_plan() {
-  return make_plan("llama3-70b", "4xA100-80", Setup{.seq = 8192});
+  return plan_for("llama3-70b", "4xA100-80", Setup{.seq = 8192});
 }
 
 // DESIGN §1's full fine-tune: --gpus 8xH100 --mode full --seq 4096 --zero 3.
 Plan training_plan() {
-  return make_plan("llama3-70b", "8xH100",
-                   Setup{.mode = Mode::full, .seq = 4096, .zero = 3});
+  return plan_for("llama3-70b", "8xH100",
+                  Setup{.mode = Mode::full, .seq = 4096, .zero = 3});
 }
 
 XmlDocument parsed(const std::string& svg) {
@@ -157,7 +150,9 @@ TEST_CASE("svg: the README plan's labels carry the text report's GiB",
     CHECK(has_text(all, name));
     CHECK(has_text(all, value + " GiB"));
   }
-  // The verdict and the peak sentence, word for word (wrapped at spaces).
+  // The setup line, the verdict and the peak sentence, word for word
+  // (wrapped at spaces).
+  CHECK_THAT(joined(all), Catch::Contains(report.substr(0, report.find('\n'))));
   const std::string verdict = report_line(report, "FITS: ");
   REQUIRE(!verdict.empty());
   CHECK_THAT(joined(all), Catch::Contains(verdict));
@@ -192,7 +187,7 @@ TEST_CASE(
     "report",
     "[svg]") {
   // README's second example: 70B on one A100-80 at 8192 tokens.
-  const Plan plan = make_plan("llama3-70b", "1xA100-80", Setup{.seq = 8192});
+  const Plan plan = plan_for("llama3-70b", "1xA100-80", Setup{.seq = 8192});
   REQUIRE(!plan.budget.fits());
   const std::string report = render_text(plan, {});
   const auto all = texts(parsed(render_plan_svg(plan)).root);
@@ -307,10 +302,11 @@ TEST_CASE(
   sizing.max_gpus = 64;
   for (const auto& [name, count] : std::vector<std::pair<std::string, int>>{
            {"A100-80", 2}, {"H100", 2}, {"L40S", 4}, {"RTX4090", 1}}) {
-    const Plan p = make_plan("llama3-70b", fmt::format("{}x{}", count, name),
-                             Setup{.seq = 8192});
+    const Plan p = plan_for("llama3-70b", fmt::format("{}x{}", count, name),
+                            Setup{.seq = 8192});
     sizing.rows.push_back(SizingRow{.gpu = p.gpu,
                                     .count = p.budget.fits() ? count : 0,
+                                    .request = p.request,
                                     .setup = p.setup,
                                     .total_bytes = p.budget.total_bytes(),
                                     .usable_bytes = p.budget.usable_bytes,
@@ -378,7 +374,7 @@ TEST_CASE(
       REQUIRE(std::regex_match(child.text, m, tip));
       const std::size_t rank = std::stoul(m[1].str());
       const FitPlan& p = result.plans.at(rank - 1);
-      CHECK(m[2].str() == plan_args("llama3-8b", *p.gpu, p.setup));
+      CHECK(m[2].str() == plan_args("llama3-8b", model, *p.gpu, p.request));
       CHECK_THAT(table, Catch::Contains("oomplan " + m[2].str()));
       points[rank - 1] = {number(*c, "cx"), number(*c, "cy")};
     }

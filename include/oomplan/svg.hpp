@@ -7,7 +7,7 @@
 // agree to the digit. Deterministic: the same input gives the same bytes.
 
 #include "oomplan/model.hpp"
-#include "oomplan/report.hpp"
+#include "oomplan/plan.hpp"
 #include "oomplan/search.hpp"
 
 #include <string>
@@ -20,7 +20,7 @@ namespace oomplan {
 // overshoot), the verdict, the peak statistics and the warnings. With
 // training, also the device memory at each moment of one step (forward,
 // backward, optimizer step; Budget::moments) with the peak marked.
-// REQUIRES: plan.model and plan.gpu set.
+// REQUIRES: plan.model and plan.gpu set (make_plan does).
 std::string render_plan_svg(const Plan& plan);
 
 // `oomplan MODEL` without --gpus: one bar per common GPU type, per-GPU bytes
