@@ -100,7 +100,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "options: --gpu-util outside (0, 1] is refused in the contract's words",
+    "options: --gpu-util at or below 0 or above 1 is refused in the contract's "
+    "words",
     "[plan]") {
   Setup s;
   CHECK_THROWS_WITH(apply_option(s, "--gpu-util", "1.5"),
