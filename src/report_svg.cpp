@@ -31,6 +31,7 @@ constexpr double k_width = 760;      // plan and sizing pictures
 constexpr double k_fit_width = 900;  // the fit front and its list
 constexpr double k_margin = 20;
 constexpr double k_char_em = 0.6;
+constexpr double k_bold_char_em = 0.64;  // DejaVu Sans Bold is wider
 
 constexpr std::string_view k_ink = "#222222";
 constexpr std::string_view k_muted = "#5f6368";
@@ -115,7 +116,7 @@ std::string px(double v) {
   return fmt::format("{:.1f}", v);
 }
 
-double text_width(std::string_view text, double font_size) {
+double text_width(std::string_view text, double font_size, bool bold = false) {
   // Counts code points, not bytes (a UTF-8 continuation byte starts 10xxxxxx).
   double chars = 0;
   for (const char c : text) {
@@ -123,7 +124,7 @@ double text_width(std::string_view text, double font_size) {
       chars += 1;
     }
   }
-  return chars * font_size * k_char_em;
+  return chars * font_size * (bold ? k_bold_char_em : k_char_em);
 }
 
 // Splits `text` at spaces into lines of at most `max_chars` characters (a
@@ -280,11 +281,13 @@ std::string fill(std::string_view colour) {
 }
 
 // Wrapped lines of `text` from `y` on, `line_height` apart; returns the y
-// after the last line.
+// after the last line. Bold text (in `style`) wraps sooner.
 double paragraph(Svg& svg, double x, double y, std::string_view text,
                  double font_size, double max_width, std::string_view style) {
+  const bool bold = style.find("bold") != std::string_view::npos;
+  const double em = bold ? k_bold_char_em : k_char_em;
   const auto max_chars = static_cast<std::size_t>(
-      std::max(8.0, std::floor(max_width / (font_size * k_char_em))));
+      std::max(8.0, std::floor(max_width / (font_size * em))));
   const double line_height = font_size * 1.35;
   for (const std::string& line : wrap(text, max_chars)) {
     svg.text(x, y, line,
@@ -442,21 +445,20 @@ double budget_bar(Svg& svg, const Budget& b, double y) {
       R"(font-size="11" font-weight="bold" {})", fill(fits ? k_good : k_bad));
   const double gap_x0 = x_of(std::min(total, b.usable_bytes));
   const double gap_x1 = x_of(std::max(total, b.usable_bytes));
-  const double gap_w = text_width(gap_label, 11);
+  const double gap_w = text_width(gap_label, 11, true);
   if (fits && gap_x1 - gap_x0 >= gap_w + 8) {
     svg.text((gap_x0 + gap_x1) / 2, top + bar_h / 2 + 4, gap_label, gap_style,
              "middle");
   } else {
     // Right-aligned to the region's right end, or starting there when the
     // region is at the left.
-    double lx0 = gap_x1 - gap_w;
-    if (lx0 < x0) {
-      lx0 = gap_x1 + 4;
-    }
+    const bool right_aligned = gap_x1 - gap_w >= x0;
+    const double lx0 = right_aligned ? gap_x1 - gap_w : gap_x1 + 4;
     const double cap_w = text_width(cap_label, 11);
     const double cap_x0 = cap_right ? cap_x : cap_x - cap_w;
     const bool covers = lx0 < cap_x0 + cap_w + 6 && cap_x0 < lx0 + gap_w + 6;
-    svg.text(lx0, covers ? top - 25 : top - 11, gap_label, gap_style);
+    svg.text(right_aligned ? gap_x1 : lx0, covers ? top - 25 : top - 11,
+             gap_label, gap_style, right_aligned ? "end" : "start");
   }
 
   gib_axis(svg, x0, width, top + bar_h + 10, scale);
@@ -769,7 +771,7 @@ std::string render_sizing_svg(const Sizing& sizing) {
 
   const double name_w = 110;
   const double x0 = k_margin + name_w;
-  const double bar_w = 330;
+  const double bar_w = 220;
   Bytes scale = 1;
   for (const SizingRow& row : sizing.rows) {
     scale = std::max(
