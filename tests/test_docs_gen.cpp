@@ -56,14 +56,16 @@ ManPage toy_page() {
 const CompletionWords k_words = {
     {"llama-3-70b", "llama-3-8b"}, {"A100-80", "H100-80"}, {"p4d.24xlarge"}};
 
-// Runs `command` through the shell; stdout and the exit status.
+// Runs `command` through the shell; its output (with stderr unless
+// `stdout_only`) and the exit status.
 struct Shell {
   int code = -1;
   std::string out;
 };
-Shell shell(const std::string& command) {
+Shell shell(const std::string& command, bool stdout_only = false) {
   Shell result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  FILE* pipe =
+      popen((command + (stdout_only ? " 2>/dev/null" : " 2>&1")).c_str(), "r");
   if (pipe == nullptr) {
     return result;
   }
@@ -176,7 +178,7 @@ std::string bash_complete(const std::string& script, const std::string& words) {
       "source '" + script + "'\nCOMP_WORDS=(" + words +
           ")\nCOMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n_oomplan\nprintf '%s\\n' "
           "\"${COMPREPLY[@]}\"\n");
-  return shell("bash " + driver).out;
+  return shell("bash " + driver, true).out;
 }
 
 TEST_CASE(
@@ -243,7 +245,8 @@ TEST_CASE("docs: the fish completion parses and completes", "[docs]") {
   REQUIRE(shell("fish --no-execute " + path).code == 0);
   const auto complete = [&](const std::string& line) {
     return shell("fish --no-config -c \"source " + path + "; complete -C '" +
-                 line + "'\"")
+                     line + "'\"",
+                 true)
         .out;
   };
   CHECK(complete("oomplan --mo") == "--mode\tinfer, full, lora or qlora\n");
