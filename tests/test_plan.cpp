@@ -100,7 +100,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "options: --gpu-util at or below 0 or above 1 is refused in the contract's "
+    "options: a --gpu-util above 1 or not above 0 is refused in the contract's "
     "words",
     "[plan]") {
   Setup s;
