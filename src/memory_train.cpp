@@ -26,7 +26,9 @@
 #include "oomplan/capability.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace oomplan {
 namespace {
@@ -352,9 +354,24 @@ struct Parts {
   }
 };
 
+// The timeline's moments in step order; train_stage fills one Parts each.
+struct MomentInfo {
+  std::string_view name;
+  Phase phase;
+};
+constexpr std::array<MomentInfo, k_max_moments> k_moments = {{
+    {"inside a layer", Phase::forward},
+    {"logits", Phase::forward},
+    {"loss gradients", Phase::backward},
+    {"top layer", Phase::backward},
+    {"bottom layer", Phase::backward},
+    {"update", Phase::optimizer_step},
+}};
+
 struct StageResult {
   Parts peak;
   Phase phase = Phase::forward;
+  std::array<Parts, k_max_moments> moments{};  // in k_moments order
   double paged = 0;    // paged optimizer states (unified memory)
   double host = 0;     // CPU RAM this GPU's offload needs
   double weights = 0;  // for the stages table
@@ -769,22 +786,15 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // adamw_torch_fused): no whole-model temporaries. Its foreach path would
   // add one state-sized list (_multi_tensor_adamw: exp_avg_sq_sqrt).
 
-  struct Candidate {
-    const Parts* parts;
-    Phase phase;
-  };
-  const Candidate candidates[] = {
-      {&fwd_layer, Phase::forward},  {&fwd, Phase::forward},
-      {&bwd_start, Phase::backward}, {&bwd_top, Phase::backward},
-      {&bwd_end, Phase::backward},   {&step, Phase::optimizer_step}};
-  const Candidate* best = &candidates[0];
-  for (const Candidate& c : candidates) {
-    if (c.parts->allocated() > best->parts->allocated()) {
-      best = &c;
+  out.moments = {fwd_layer, fwd, bwd_start, bwd_top, bwd_end, step};
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < k_max_moments; ++i) {
+    if (out.moments[i].allocated() > out.moments[best].allocated()) {
+      best = i;
     }
   }
-  out.peak = *best->parts;
-  out.phase = best->phase;
+  out.peak = out.moments[best];
+  out.phase = k_moments[best].phase;
   out.paged = o_paged;
   out.host = w_host + g_host + o_host + a_host;
   out.weights = w_gpu;
@@ -912,6 +922,23 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
       paged_device = room;
     }
   }
+
+  // The step's timeline, each moment rounded per part as the components are,
+  // so the peak moment's device bytes equal total_bytes().
+  for (std::size_t i = 0; i < k_max_moments; ++i) {
+    const Parts& m = worst.moments[i];
+    const Bytes moment_allocated =
+        saturated_bytes(m.weights) + saturated_bytes(m.activations) +
+        saturated_bytes(m.logits) + saturated_bytes(m.gradients) +
+        saturated_bytes(m.optimizer) + saturated_bytes(m.buffers);
+    const Bytes moment_device =
+        moment_allocated +
+        saturated_bytes(static_cast<double>(moment_allocated) * reserve) +
+        overhead + paged_device;
+    budget.moments[i] = Moment{k_moments[i].name, k_moments[i].phase,
+                               moment_allocated, moment_device};
+  }
+  budget.moment_count = k_max_moments;
 
   budget.add("weights", weights, weights_formula(setup));
   budget.add("activations", activations, activations_formula(setup));

@@ -82,6 +82,10 @@ std::string header(const FitResult& result, const Model& model) {
 
 }  // namespace
 
+std::string fit_layout(const Resolved& setup) {
+  return summary(setup);
+}
+
 std::string render_fit_text(const FitResult& result, const Model& model,
                             const std::string& model_arg) {
   std::string out = header(result, model);

@@ -22,6 +22,10 @@ std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
 nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,
                                   const Setup& request, const Resolved& setup);
 
+// The settings that tell `oomplan fit` plans apart: "tp 2 pp 1 dp 4, ZeRO-3,
+// micro-batch 1, full checkpointing".
+std::string fit_layout(const Resolved& setup);
+
 // "70.55B"
 std::string billions(std::int64_t params);
 

@@ -89,6 +89,16 @@ enum class Warning : unsigned {
 
 inline constexpr std::size_t k_max_components = 10;
 
+// One moment of a training step on the most loaded GPU, from
+// memory_train.cpp's timeline (for the step picture, report_svg.cpp).
+struct Moment {
+  std::string_view name;  // static text, e.g. "loss gradients"
+  Phase phase = Phase::forward;
+  Bytes allocated_bytes = 0;  // tensors alive at this moment
+  Bytes device_bytes = 0;     // + fragmentation, runtime overhead, paged states
+};
+inline constexpr std::size_t k_max_moments = 6;
+
 // The default --min-headroom margin, as a share of the card: a plan that fits
 // with less free gets the low-headroom warning, and a fix must keep at least
 // this much. The caching allocator's fragmentation varies by 2-5 % of the
@@ -128,6 +138,10 @@ struct Budget {
   std::vector<Stage> stages;        // pp > 1 or split layers
   std::optional<VllmProfile> vllm;  // engine vllm
   unsigned warnings = 0;            // Warning bits
+  // Training: the step's timeline in order (forward, backward, optimizer
+  // step); the largest device_bytes equals total_bytes(). Empty otherwise.
+  std::array<Moment, k_max_moments> moments{};
+  std::size_t moment_count = 0;
 
   void add(std::string_view name, Bytes bytes, std::string_view formula);
   Bytes bytes_of(std::string_view name) const;  // 0 when absent
