@@ -372,9 +372,6 @@ TEST_CASE(
   std::remove(config.c_str());
 }
 
-}  // namespace
-}  // namespace oomplan
-
 TEST_CASE("schema: the setup and fix definitions are one across schemas",
           "[schema]") {
   // fit and check print the same setup and fix objects as plan.
@@ -388,3 +385,6 @@ TEST_CASE("schema: the setup and fix definitions are one across schemas",
     }
   }
 }
+
+}  // namespace
+}  // namespace oomplan
