@@ -26,9 +26,6 @@
 namespace oomplan {
 namespace {
 
-// The largest total GPU count advise() proposes (8 nodes of 8 GPUs); `oomplan
-// fit` searches further when asked.
-constexpr int k_max_total_gpus = 64;
 // vLLM gpu_memory_utilization values tried, high to low.
 constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
                                     0.75, 0.7,  0.6, 0.5};
@@ -559,8 +556,8 @@ std::optional<Step> qlora_instead(const Ctx& /*c*/, const Step& from) {
 // The next GPU count: powers of two inside a node, then doubling whole
 // nodes.
 void next_count(Setup& s) {
-  if (s.nodes == 1 && s.gpus < 8) {
-    s.gpus = std::min(8, s.gpus * 2);
+  if (s.nodes == 1 && s.gpus < k_gpus_per_node) {
+    s.gpus = std::min(k_gpus_per_node, s.gpus * 2);
   } else {
     s.nodes *= 2;
   }
@@ -580,7 +577,7 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
   std::optional<Setup> first;  // one step up
   while (true) {
     next_count(t);
-    if (t.total_gpus() > k_max_total_gpus) {
+    if (t.total_gpus() > k_sizing_max_gpus) {
       break;
     }
     if (t.training()) {

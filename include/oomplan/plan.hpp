@@ -91,9 +91,6 @@ struct Sizing {
   std::vector<SizingRow> rows;
 };
 
-// The largest GPU count sizing without --gpus tries (8 nodes of 8 GPUs).
-inline constexpr int k_sizing_max_gpus = 64;
-
 // Sizes `setup` on every common card of `cards`. Throws Error with the first
 // problem when no layout of any card is valid.
 Sizing make_sizing(const Model& model, const std::vector<Gpu>& cards,

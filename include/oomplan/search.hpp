@@ -15,13 +15,17 @@
 
 namespace oomplan {
 
+// The largest GPU count sizing without --gpus and the advisor try, and fit's
+// default bound (8 nodes of 8 GPUs); `oomplan fit --max-gpus` goes further.
+inline constexpr int k_sizing_max_gpus = 64;
+
 struct FitConstraints {
-  double min_headroom_gib = 0;    // --min-headroom, GiB per GPU
-  int max_gpus = 64;              // --max-gpus: total GPUs, all nodes
-  bool no_offload = false;        // --no-offload: never CPU offload
-  bool no_quant = false;          // --no-quant: no weight or KV quantization
-  std::int64_t global_batch = 0;  // --global-batch sequences; 0: free
-  int top = 10;                   // --top: plans returned
+  double min_headroom_gib = 0;       // --min-headroom, GiB per GPU
+  int max_gpus = k_sizing_max_gpus;  // --max-gpus: total GPUs, all nodes
+  bool no_offload = false;           // --no-offload: never CPU offload
+  bool no_quant = false;             // --no-quant: no weight or KV quantization
+  std::int64_t global_batch = 0;     // --global-batch sequences; 0: free
+  int top = 10;                      // --top: plans returned
 };
 
 struct FitPlan {

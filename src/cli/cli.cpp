@@ -61,7 +61,7 @@ struct FitOptions {
   SetupOptions setup;
   OutputOptions output;
   std::string min_headroom = "0";
-  std::string max_gpus = "64";
+  std::string max_gpus = std::to_string(k_sizing_max_gpus);
   bool no_offload = false;
   bool no_quant = false;
   std::string global_batch;
