@@ -378,7 +378,13 @@ Bytes vllm_non_torch(const Gpu& gpu, const Resolved& s) {
   // v0.19 logs: 0.25-0.27 GiB at TP1, 0.07 GiB per worker at PP=4.
   const Bytes base =
       vllm_non_torch_base(s.vllm_release, s.vllm_engine, s.pp == 1);
-  return base + vllm_comm(gpu, s.vllm_release, s.tp, s.gpus, s.p2p).total();
+  const VllmComm comm =
+      vllm_comm(gpu, s.vllm_release, s.tp, s.pp, s.gpus, s.p2p);
+  const Bytes before_baseline =
+      vllm_snapshot_after_distributed_init(s.vllm_release, s.vllm_engine)
+          ? 0
+          : comm.init_bytes();
+  return base + before_baseline + comm.nccl_profile_bytes;
 }
 
 // The capture list and graph count of this setup (vllm.hpp).
@@ -596,7 +602,8 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   const VllmEngineChoice engine =
       vllm_engine(m, gpu, s.vllm_release, s.dtype, s.kv_dtype, s.quant);
   const VllmGraphs graphs = vllm_graphs(s);
-  const VllmComm comm = vllm_comm(gpu, s.vllm_release, s.tp, s.gpus, s.p2p);
+  const VllmComm comm =
+      vllm_comm(gpu, s.vllm_release, s.tp, s.pp, s.gpus, s.p2p);
   p.version = vllm_version_text(s.vllm_release);
   p.engine = std::string(vllm_engine_name(s.vllm_engine));
   p.engine_reason = engine.reason;
@@ -626,11 +633,14 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   }
 
   // Start-up checks, in vLLM's order and words. Free memory at init_device
-  // is the card less this process's CUDA context: the distributed
-  // environment (NCCL) is set up after the check (gpu_worker.py
+  // is the card less this process's CUDA context, and from 0.11 less what
+  // the distributed environment set up before the snapshot (gpu_worker.py
   // init_device).
   const double free =
-      dbl(gpu.capacity_bytes) - k_vllm_cuda_context_gib * dbl(k_gib);
+      dbl(gpu.capacity_bytes) - k_vllm_cuda_context_gib * dbl(k_gib) -
+      (vllm_snapshot_after_distributed_init(s.vllm_release, s.vllm_engine)
+           ? dbl(comm.init_bytes())
+           : 0.0);
   // The free-memory check exists in V1 from 0.9.1 (#18974); before, V1 and
   // V0 went on and ran out of cache blocks instead.
   const bool free_check =

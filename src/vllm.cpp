@@ -326,10 +326,10 @@ bool resolve_p2p(P2p p2p, const Gpu& gpu, int tp, int gpus_per_node) {
   return gpu.nvlink_gb_s > 0 && tp <= gpus_per_node;
 }
 
-VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp,
+VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp, int pp,
                    int gpus_per_node, bool p2p) {
   VllmComm comm;
-  if (tp <= 1) {
+  if (tp * pp <= 1) {
     return comm;
   }
   const bool one_node = tp <= gpus_per_node;
@@ -356,26 +356,46 @@ VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp,
   // via P2P", nccl#1259), 2 over PCIe (one ring found, duplicated).
   constexpr Bytes k_channel_bytes = 4194304 + 4915200 + 524288;
   comm.nccl_channels = nvlink ? 24 : 2;
+  const double link_share = comm.nccl_channels / 24.0;
   if (version >= v(0, 10, 2)) {
     // vLLM 0.4.3 - 0.10.1 set NCCL_CUMEM_ENABLE=0 (env_override.py, removed
     // by #24141 on 2025-09-03) because NCCL with cuMem "will cost 1~2 GiB
-    // GPU memory" (nccl#1234). From 0.10.2 NCCL allocates with cuMem; the
-    // v0.19 H100 logs (2.07 GiB at TP2, 2.13-2.21 GiB at TP4 over 0.25 GiB
-    // at TP1) give 1.75 + 0.04 x tp GiB over NVLink, scaled by the channels
-    // on other links. Measured, not derived: what NCCL's cuMem path holds
-    // is not a constant of its source.
-    comm.nccl_bytes =
-        static_cast<Bytes>(static_cast<double>(gib_bytes(1.75 + 0.04 * tp)) *
-                           comm.nccl_channels / 24.0);
+    // GPU memory" (nccl#1234). From 0.10.2 NCCL allocates with cuMem. The
+    // v0.19 H100 logs measure both parts over NVLink, scaled here by the
+    // channels on other links; measured, not derived (what NCCL's cuMem path
+    // holds is not a constant of its source):
+    // - at start-up, free memory is 78.68 GiB at TP1 and 77.66 / 77.64 /
+    //   77.71 GiB at TP2 / TP4 / PP4: ~1.0 GiB for the communicators;
+    // - non-torch after the profile is 2.07 GiB at TP2 and 2.13-2.21 GiB at
+    //   TP4 over 0.25 GiB at TP1: 1.75 + 0.04 x tp GiB.
+    comm.nccl_init_bytes =
+        static_cast<Bytes>(static_cast<double>(gib_bytes(1.0)) * link_share);
+    if (tp > 1) {
+      comm.nccl_profile_bytes = static_cast<Bytes>(
+          static_cast<double>(gib_bytes(1.75 + 0.04 * tp)) * link_share);
+    }
     return comm;
   }
-  // Without cuMem only the buffers: ring and tree are connected at
-  // communicator init before NCCL 2.22 (vLLM <= 0.8 ships torch <= 2.6 with
-  // NCCL 2.21.5); from 2.22 NCCL_RUNTIME_CONNECT=1 connects the ring the
-  // profile's large all-reduce uses (vLLM 0.9+: torch 2.7, NCCL 2.26).
+  if (tp <= 1) {
+    // Pipeline stages only send and receive: two P2P channels per peer,
+    // connected on first use; small beside the TP rings.
+    return comm;
+  }
+  // Without cuMem the buffers alone, set up by the TP group's warm-up
+  // all-reduce: ring and tree at communicator init before NCCL 2.22 (vLLM
+  // <= 0.8 ships torch <= 2.6 with NCCL 2.21.5); from 2.22
+  // NCCL_RUNTIME_CONNECT=1 connects only the ring (vLLM 0.9+: torch 2.7,
+  // NCCL 2.26).
   const int algorithms = version < v(0, 9) ? 2 : 1;
-  comm.nccl_bytes = comm.nccl_channels * algorithms * k_channel_bytes;
+  comm.nccl_init_bytes = comm.nccl_channels * algorithms * k_channel_bytes;
   return comm;
+}
+
+bool vllm_snapshot_after_distributed_init(VllmVersion version,
+                                          VllmEngine engine) {
+  // gpu_worker.py init_device: "Initialize the distributed environment
+  // BEFORE taking memory snapshot" (#25359, 2025-09-23).
+  return engine == VllmEngine::v1 && version >= v(0, 11);
 }
 
 Bytes vllm_non_torch_base(VllmVersion version, VllmEngine engine,

@@ -230,7 +230,7 @@ TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
 }
 
 TEST_CASE(
-    "vllm: enforce-eager captures no CUDA graphs; V0 counts more "
+    "vllm: enforce-eager captures no CUDA graphs, and V0 counts more "
     "non-torch memory",
     "[vllm]") {
   const Catalog& cat = test::catalog();
@@ -671,40 +671,57 @@ TEST_CASE("vllm: custom all-reduce and NCCL buffers need P2P", "[vllm]") {
   const Gpu& l40s = find_gpu(cat, "L40S");
   // NVLink, one node, vLLM 0.9.1 (NCCL_CUMEM_ENABLE=0, NCCL 2.26 connects the
   // ring only): custom all-reduce 2 x 8 MiB = 16,777,216 B; NCCL 24 channels
-  // x (4,194,304 + 4,915,200 + 524,288) B = 24 x 9,633,792 = 231,211,008 B.
-  VllmComm c = vllm_comm(h100, release(9, 1), 2, 8, true);
+  // x (4,194,304 + 4,915,200 + 524,288) B = 24 x 9,633,792 = 231,211,008 B,
+  // all at the TP group's warm-up.
+  VllmComm c = vllm_comm(h100, release(9, 1), 2, 1, 8, true);
   CHECK(c.custom_all_reduce);
   CHECK(c.custom_all_reduce_bytes == 16'777'216);
-  CHECK(c.nccl_bytes == 231'211'008);
+  CHECK(c.nccl_init_bytes == 231'211'008);
+  CHECK(c.nccl_profile_bytes == 0);
+  CHECK(c.init_bytes() == 16'777'216 + 231'211'008);
   // 0.8 (NCCL 2.21: ring and tree connected at init): twice the buffers.
-  CHECK(vllm_comm(h100, release(8, 5), 2, 8, true).nccl_bytes == 462'422'016);
-  // From 0.10.2 NCCL uses cuMem: the v0.19 H100 measurement,
-  // (1.75 + 0.04 x 2) GiB = 1.83 x 2^30 = 1,964,947,537.9 -> 1,964,947,538 B.
-  CHECK(vllm_comm(h100, release(19), 2, 8, true).nccl_bytes == 1'964'947'538);
-  // Without P2P: no custom all-reduce, NCCL stages through host memory.
-  c = vllm_comm(h100, release(9, 1), 2, 8, false);
+  CHECK(vllm_comm(h100, release(8, 5), 2, 1, 8, true).nccl_init_bytes ==
+        462'422'016);
+  // From 0.10.2 NCCL uses cuMem: the v0.19 H100 measurements, 1.0 GiB at
+  // init (1,073,741,824 B) and (1.75 + 0.04 x 2) GiB = 1.83 x 2^30 =
+  // 1,964,947,537.9 -> 1,964,947,538 B during the profile.
+  c = vllm_comm(h100, release(19), 2, 1, 8, true);
+  CHECK(c.nccl_init_bytes == 1'073'741'824);
+  CHECK(c.nccl_profile_bytes == 1'964'947'538);
+  // Pipeline stages alone: the communicators' init, no TP rings.
+  c = vllm_comm(h100, release(19), 1, 4, 8, true);
   CHECK_FALSE(c.custom_all_reduce);
-  CHECK(c.total() == 0);
+  CHECK(c.nccl_init_bytes == 1'073'741'824);
+  CHECK(c.nccl_profile_bytes == 0);
+  // Without P2P: no custom all-reduce, NCCL stages through host memory.
+  c = vllm_comm(h100, release(9, 1), 2, 1, 8, false);
+  CHECK_FALSE(c.custom_all_reduce);
+  CHECK(c.init_bytes() + c.nccl_profile_bytes == 0);
   // PCIe with P2P: custom all-reduce only for two GPUs; 2 NCCL channels:
   // 2 x 9,633,792 = 19,267,584 B.
-  c = vllm_comm(l40s, release(9, 1), 2, 8, true);
+  c = vllm_comm(l40s, release(9, 1), 2, 1, 8, true);
   CHECK(c.custom_all_reduce);
-  CHECK(c.nccl_bytes == 19'267'584);
-  CHECK_FALSE(vllm_comm(l40s, release(9, 1), 4, 8, true).custom_all_reduce);
+  CHECK(c.nccl_init_bytes == 19'267'584);
+  CHECK_FALSE(vllm_comm(l40s, release(9, 1), 4, 1, 8, true).custom_all_reduce);
   // TP across nodes: "this process group spans across nodes".
-  CHECK_FALSE(vllm_comm(h100, release(9, 1), 16, 8, true).custom_all_reduce);
+  CHECK_FALSE(vllm_comm(h100, release(9, 1), 16, 1, 8, true).custom_all_reduce);
   // Unsupported world size [2, 4, 6, 8].
-  CHECK_FALSE(vllm_comm(h100, release(9, 1), 3, 8, true).custom_all_reduce);
+  CHECK_FALSE(vllm_comm(h100, release(9, 1), 3, 1, 8, true).custom_all_reduce);
   // --p2p auto: NVLink inside one node.
   CHECK(resolve_p2p(P2p::automatic, h100, 8, 8));
   CHECK_FALSE(resolve_p2p(P2p::automatic, h100, 16, 8));
   CHECK_FALSE(resolve_p2p(P2p::automatic, l40s, 2, 8));
   CHECK(resolve_p2p(P2p::on, l40s, 2, 8));
   CHECK_FALSE(resolve_p2p(P2p::off, h100, 2, 8));
+  // #25359: from 0.11 the baseline is taken after the distributed init.
+  CHECK_FALSE(
+      vllm_snapshot_after_distributed_init(release(10, 2), VllmEngine::v1));
+  CHECK(vllm_snapshot_after_distributed_init(release(11), VllmEngine::v1));
 }
 
 TEST_CASE("vllm: the non-torch memory of a TP worker follows --p2p", "[vllm]") {
-  // 2 x H100 NVLink, vLLM 0.9.1: 0.25 GiB + custom all-reduce + NCCL
+  // 2 x H100 NVLink, vLLM 0.9.1 (snapshot before the distributed init):
+  // 0.25 GiB + custom all-reduce + NCCL
   //   = 268,435,456 + 16,777,216 + 231,211,008 = 516,423,680 B.
   const Budget nvlink = serve_release("H100", 2, release(9, 1));
   CHECK(nvlink.vllm->non_torch_bytes == 516'423'680);
@@ -716,6 +733,13 @@ TEST_CASE("vllm: the non-torch memory of a TP worker follows --p2p", "[vllm]") {
   CHECK(off.vllm->kv_cache_bytes - nvlink.vllm->kv_cache_bytes ==
         516'423'680 - 268'435'456);
   CHECK_FALSE(off.vllm->p2p);
+  // 0.10.2 (cuMem, snapshot before init) counts the init in non-torch; 0.11
+  // does not: 268,435,456 + 16,777,216 + 1,073,741,824 + 1,964,947,538 =
+  // 3,323,902,034 B, and 268,435,456 + 1,964,947,538 = 2,233,382,994 B.
+  CHECK(serve_release("H100", 2, release(10, 2)).vllm->non_torch_bytes ==
+        3'323'902'034);
+  CHECK(serve_release("H100", 2, release(11)).vllm->non_torch_bytes ==
+        2'233'382'994);
 }
 
 TEST_CASE("vllm: the CUDA-graph capture list follows the release", "[vllm]") {

@@ -101,18 +101,27 @@ P2p p2p_from_name(std::string_view name);
 // containers commonly fail vLLM's P2P test).
 bool resolve_p2p(P2p p2p, const Gpu& gpu, int tp, int gpus_per_node);
 
-// Non-torch memory that tensor parallelism adds to one worker before the KV
-// pool is sized.
+// What tensor and pipeline parallelism put on one worker's GPU outside
+// torch: buffers allocated while the distributed environment starts
+// (init_worker_distributed_environment: NCCL communicators, their warm-up,
+// custom all-reduce) and buffers NCCL connects during the profile run.
 struct VllmComm {
   bool custom_all_reduce = false;
   Bytes custom_all_reduce_bytes = 0;
-  int nccl_channels = 0;  // NCCL channels whose buffers sit on the GPU
-  Bytes nccl_bytes = 0;
-  Bytes total() const { return custom_all_reduce_bytes + nccl_bytes; }
+  int nccl_channels = 0;         // NCCL channels whose buffers sit on the GPU
+  Bytes nccl_init_bytes = 0;     // at communicator init and warm-up
+  Bytes nccl_profile_bytes = 0;  // connected by the profile's collectives
+  Bytes init_bytes() const { return custom_all_reduce_bytes + nccl_init_bytes; }
 };
-// `tp` workers, `gpus_per_node` per node, `p2p` resolved.
-VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp,
+// `tp` x `pp` workers, `gpus_per_node` per node, `p2p` resolved.
+VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp, int pp,
                    int gpus_per_node, bool p2p);
+
+// From 0.11 (#25359) V1 takes its baseline snapshot after the distributed
+// environment is up: what it allocated is no longer non-torch memory, and
+// the start-up free-memory check sees less free memory instead.
+bool vllm_snapshot_after_distributed_init(VllmVersion version,
+                                          VllmEngine engine);
 
 // The non-torch memory one worker reports (the base part: modules and
 // handles loaded after the baseline; plus the CUDA context for the
