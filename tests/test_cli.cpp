@@ -7,11 +7,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -539,4 +541,42 @@ TEST_CASE(
         "GPUs), or --split layers\n");
   CHECK(run_cli({"llama3-70b", "--gpus", "3xA100-80", "--split", "layers"})
             .code == 0);
+}
+
+TEST_CASE("cli: only regular files are read, and none beyond 16 MiB", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("oomplan_files_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto refused = [](const std::string& path, const std::string& why) {
+    INFO(path);
+    const auto r = run_cli({path, "--gpus", "1xH100"});
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("oomplan: error: '" + path) &&
+                          Catch::Contains(why));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  // A FIFO would block the read forever; /dev/zero (here behind a
+  // config.json link) would never end.
+  const fs::path fifo = dir / "fifo.json";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  refused(fifo.string(), "is not a regular file");
+  const fs::path folder = dir / "zero";
+  fs::create_directories(folder);
+  fs::create_symlink("/dev/zero", folder / "config.json");
+  refused((folder / "config.json").string(), "is not a regular file");
+  // A 17 MiB config.json (sparse: nothing is written).
+  const fs::path big = dir / "big.json";
+  { std::ofstream(big.string()) << "{"; }
+  fs::resize_file(big, std::uintmax_t{17} << 20);
+  refused(big.string(), "larger than the 16 MiB limit");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: control characters in echoed input stay on one line", "[cli]") {
+  const auto r = run_cli({"lama\n3-70b\x1b[31m", "--gpus", "1xH100"});
+  CHECK(r.code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains("'lama\\n3-70b\\x1b[31m'"));
 }

@@ -100,7 +100,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "options: --gpu-util outside (0, 1] is refused in the contract's words",
+    "options: a --gpu-util above 1 or not above 0 is refused in the contract's "
+    "words",
     "[plan]") {
   Setup s;
   CHECK_THROWS_WITH(apply_option(s, "--gpu-util", "1.5"),
