@@ -866,3 +866,25 @@ TEST_CASE("vllm: the report names the release, engine and capture list",
   CHECK_THAT(j.out, Catch::Contains("\"vllm_release\": \"0.9.1\""));
   CHECK_THAT(j.out, Catch::Contains("\"p2p\": false"));
 }
+
+TEST_CASE("vllm: --p2p takes auto, on or off and reaches the re-run line",
+          "[vllm]") {
+  const auto bad = test::run_cli({"llama-3.1-8b", "--gpus", "2xL40S",
+                                  "--engine", "vllm", "--p2p", "maybe"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--p2p: maybe not in {auto,on,off}"));
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3.1-8b");
+  const Gpu& l40s = find_gpu(cat, "L40S");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.gpus = 2;
+  s.p2p = P2p::on;
+  CHECK_THAT(plan_args("llama-3.1-8b", m, l40s, s),
+             Catch::Contains("--p2p on"));
+  // PCIe L40S pair with P2P asserted: custom all-reduce (two GPUs) and two
+  // NCCL channels on the GPU.
+  const Budget b = test::budget(m, l40s, s);
+  CHECK(b.vllm->p2p);
+  CHECK(b.vllm->custom_all_reduce);
+}
