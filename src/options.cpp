@@ -519,13 +519,19 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.max_model_len}; }},
   OptionRow{
     "--max-num-seqs", "max_num_seqs", OptionGroup::serving, "INT",
-    "vLLM max concurrent sequences", "256", nullptr,
+    "vLLM max concurrent sequences", "vLLM's, by version and card (256; 1024 on "
+    "70 GiB+ cards)", nullptr,
     [](Setup& s, std::string_view t) {
       s.max_num_seqs = parse_whole("--max-num-seqs", t, 1, k_max_num_seqs, "sequences");
     },
     [](const OptionContext& c) {
-      return c.setup.engine == Engine::vllm && c.setup.max_num_seqs != k_default.max_num_seqs
-                 ? words_of("--max-num-seqs", c.setup.max_num_seqs) : Words{};
+      if (c.setup.engine != Engine::vllm || !c.setup.max_num_seqs) {
+        return Words{};
+      }
+      const std::int64_t automatic =
+          derived(c, [](Setup& t) { t.max_num_seqs.reset(); }).max_num_seqs;
+      return *c.setup.max_num_seqs != automatic
+                 ? words_of("--max-num-seqs", *c.setup.max_num_seqs) : Words{};
     },
     [](const OptionContext& c) {
       const Resolved& s = c.resolved;
@@ -567,22 +573,67 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.max_num_batched_tokens}; }},
   OptionRow{
     "--vllm-version", "vllm_version", OptionGroup::serving, "X.Y",
-    "vLLM version (behaviour differs by era)", "current", nullptr,
+    "vLLM release, X.Y or X.Y.Z (engine, profiler and defaults differ by release)",
+    "0.19", nullptr,
     [](Setup& s, std::string_view t) {
-      const auto era = vllm_era_from_text(t);
-      if (!era) {
+      const auto release = vllm_version_from_text(t);
+      if (!release) {
         throw Error(fmt::format(
             "--vllm-version '{}' is not a version; use X.Y such as 0.6 or 0.11", t));
       }
-      s.vllm_version = *era;
+      s.vllm_release = *release;
+      s.vllm_version = vllm_era_of(*release);
     },
     [](const OptionContext& c) {
-      return c.setup.engine == Engine::vllm && c.setup.vllm_version != k_default.vllm_version
+      if (c.setup.engine != Engine::vllm) {
+        return Words{};
+      }
+      if (c.setup.vllm_release) {
+        return *c.setup.vllm_release != k_vllm_default_version
+                   ? words("--vllm-version", vllm_version_text(*c.setup.vllm_release))
+                   : Words{};
+      }
+      return c.setup.vllm_version != k_default.vllm_version
                  ? words("--vllm-version", std::string(vllm_era_version(c.setup.vllm_version)))
                  : Words{};
     },
-    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return s.engine == Engine::vllm && !s.training()
+                 ? fmt::format("vLLM {} ({})", vllm_version_text(s.vllm_release),
+                               vllm_engine_name(s.vllm_engine))
+                 : std::string();
+    },
     [](const OptionContext& c) { return SetupValue{std::string(vllm_era_name(c.resolved.vllm_version))}; }},
+  OptionRow{
+    "", "vllm_release", OptionGroup::serving, "", "the vLLM release planned", "",
+    nullptr, nullptr,
+    [](const OptionContext&) { return Words{}; },
+    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) { return SetupValue{vllm_version_text(c.resolved.vllm_release)}; }},
+  OptionRow{
+    "", "vllm_engine", OptionGroup::serving, "",
+    "the engine that release runs here: v0 or v1", "", nullptr, nullptr,
+    [](const OptionContext&) { return Words{}; },
+    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) {
+      return SetupValue{std::string(c.resolved.vllm_engine == VllmEngine::v0 ? "v0" : "v1")};
+    }},
+  OptionRow{
+    "--p2p", "p2p", OptionGroup::serving, "NAME",
+    "peer-to-peer between a node's GPUs (vLLM custom all-reduce, NCCL's P2P "
+    "transport): auto (NVLink inside one node), on or off", "auto", p2p_names,
+    [](Setup& s, std::string_view t) { s.p2p = p2p_from_name(choose("--p2p", t, p2p_names())); },
+    [](const OptionContext& c) {
+      return c.setup.engine == Engine::vllm && c.setup.p2p != k_default.p2p
+                 ? words("--p2p", std::string(p2p_name(c.setup.p2p))) : Words{};
+    },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return s.engine == Engine::vllm && !s.training() && s.tp > 1
+                 ? std::string(s.p2p ? "P2P" : "no P2P") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.p2p}; }},
   OptionRow{
     "--overhead-gib", "overhead_gib", OptionGroup::overrides, "FLOAT",
     "CUDA context + workspaces per GPU, GiB", "measured", nullptr,

@@ -47,7 +47,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.gpu_util = s.gpu_util;
   r.enforce_eager = s.enforce_eager;
   r.vllm_version = s.vllm_version;
-  r.max_num_seqs = s.max_num_seqs;
+  r.vllm_release = s.vllm_release.value_or(vllm_era_release(s.vllm_version));
   r.overhead_gib = s.overhead_gib;
   r.reserve = s.reserve;
   r.price = s.price;
@@ -91,18 +91,17 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
       model.max_position_embeddings > 0
           ? std::min(s.seq, model.max_position_embeddings)
           : s.seq);
-  if (s.max_num_batched_tokens) {
-    r.max_num_batched_tokens = *s.max_num_batched_tokens;
-  } else if (s.vllm_version == VllmEra::v0) {
-    // V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32k
-    // tokens (512-token chunks); else one prompt of max_model_len, >= 2048.
-    r.max_num_batched_tokens =
-        r.max_model_len > 32768 ? 512
-                                : std::max<std::int64_t>(r.max_model_len, 2048);
-  } else {
-    // V1: chunked prefill always on, the OpenAI server's per-card budget.
-    r.max_num_batched_tokens = vllm_default_batched_tokens(gpu);
-  }
+  // vLLM: the engine the release runs for this model, card and precision,
+  // then its scheduler defaults (vllm.hpp).
+  r.vllm_engine =
+      vllm_engine(model, gpu, r.vllm_release, r.dtype, r.kv_dtype, r.quant)
+          .engine;
+  r.max_num_seqs = s.max_num_seqs.value_or(
+      vllm_default_max_num_seqs(gpu, r.vllm_release, r.vllm_engine));
+  r.max_num_batched_tokens =
+      s.max_num_batched_tokens.value_or(vllm_default_batched_tokens(
+          model, gpu, r.vllm_release, r.vllm_engine, r.max_model_len));
+  r.p2p = resolve_p2p(s.p2p, gpu, r.tp, r.gpus);
   return r;
 }
 

@@ -382,6 +382,22 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
                     "max concurrency", v.max_concurrency, s.max_model_len));
     put(fmt::format("  {:<32}{:>9} tokens", "largest max-model-len",
                     v.max_model_len_fit));
+    put(fmt::format("  assumed: vLLM {}, {} engine ({}); profiler: {}",
+                    v.version, v.engine, v.engine_reason, v.profiler));
+    if (v.graphs > 0) {
+      put(fmt::format(
+          "  CUDA graphs: {} at {} batch sizes ({} to {}), {} graphs, {}",
+          v.cudagraph_mode, v.capture_sizes.size(), v.capture_sizes.front(),
+          v.capture_sizes.back(), v.graphs,
+          v.graphs_in_budget ? "inside gpu-util"
+                             : "captured after the KV cache"));
+    }
+    if (s.tp > 1) {
+      put(fmt::format(
+          "  tensor parallel: {}, custom all-reduce {}",
+          v.p2p ? "P2P between the GPUs" : "no P2P (NCCL through host memory)",
+          v.custom_all_reduce ? "on" : "off"));
+    }
     if (!v.error.empty()) {
       put(st.red(fmt::format("  vLLM would not start: {}", v.error)));
     }
@@ -510,6 +526,17 @@ std::string render_json(const Plan& plan) {
                    {"kv_tokens", v.kv_tokens},
                    {"max_concurrency", v.max_concurrency},
                    {"max_model_len_fit", v.max_model_len_fit},
+                   {"version", v.version},
+                   {"engine", v.engine},
+                   {"engine_reason", v.engine_reason},
+                   {"profiler", v.profiler},
+                   {"p2p", v.p2p},
+                   {"custom_all_reduce", v.custom_all_reduce},
+                   {"cudagraph_mode", v.cudagraph_mode},
+                   {"cudagraph_capture_sizes", v.capture_sizes},
+                   {"cudagraphs", v.graphs},
+                   {"cudagraphs_in_budget", v.graphs_in_budget},
+                   {"block_size", v.block_size},
                    {"error", v.error.empty() ? Json(nullptr) : Json(v.error)}};
   }
   const StepTime& t = plan.time;

@@ -251,6 +251,28 @@ std::optional<VllmEra> vllm_era_from_text(std::string_view text) {
   return VllmEra::current;
 }
 
+VllmEra vllm_era_of(VllmVersion version) {
+  if (version < VllmVersion{0, 7, 0}) {
+    return VllmEra::v0;
+  }
+  if (version < VllmVersion{0, 11, 0}) {
+    return VllmEra::v1_early;
+  }
+  return VllmEra::current;
+}
+
+VllmVersion vllm_era_release(VllmEra era) {
+  switch (era) {
+    case VllmEra::v0:
+      return VllmVersion{0, 6, k_vllm_any_patch};
+    case VllmEra::v1_early:
+      return VllmVersion{0, 10, k_vllm_any_patch};
+    case VllmEra::current:
+      break;
+  }
+  return k_vllm_default_version;
+}
+
 std::string_view vllm_era_version(VllmEra era) {
   switch (era) {
     case VllmEra::v0:

@@ -69,6 +69,18 @@ struct VllmProfile {
   double max_concurrency = 0;
   std::int64_t max_model_len_fit = 0;
   std::string error;  // empty when vLLM would start
+  // What the plan assumed (vllm.hpp), for the report.
+  std::string version;        // "0.19"
+  std::string engine;         // "V0" or "V1"
+  std::string engine_reason;  // why that engine runs
+  std::string profiler;       // what the start-up profiler counts
+  bool p2p = false;           // GPUs of a node talk peer-to-peer
+  bool custom_all_reduce = false;
+  std::string cudagraph_mode;               // "FULL_AND_PIECEWISE", "NONE", ...
+  std::vector<std::int64_t> capture_sizes;  // CUDA-graph batch sizes
+  std::int64_t graphs = 0;                  // graphs captured
+  bool graphs_in_budget = false;  // from 0.21 the graphs are inside gpu_util
+  std::int64_t block_size = 16;   // tokens per KV block
 };
 
 // Conditions the report explains in words (text is rendered by report.cpp).

@@ -5,6 +5,7 @@
 
 #include "oomplan/dtype.hpp"
 #include "oomplan/units.hpp"
+#include "oomplan/vllm.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -93,8 +94,11 @@ struct Setup {
   std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
   bool enforce_eager = false;
   VllmEra vllm_version = VllmEra::current;
+  // --vllm-version X.Y[.Z] (nullopt: the era's release, the default 0.19).
+  std::optional<VllmVersion> vllm_release{};
   std::optional<std::int64_t> max_model_len{};  // nullopt: seq, capped
-  std::int64_t max_num_seqs = 256;
+  std::optional<std::int64_t> max_num_seqs{};   // nullopt: vLLM's default
+  P2p p2p = P2p::automatic;  // peer-to-peer between a node's GPUs
   // Overrides (nullopt: the measured defaults).
   std::optional<double> overhead_gib{};  // CUDA context, cuBLAS, NCCL per GPU
   std::optional<double> reserve{};       // fragmentation, share of allocated
@@ -150,8 +154,11 @@ struct Resolved {
   std::int64_t max_num_batched_tokens = 8192;
   bool enforce_eager = false;
   VllmEra vllm_version = VllmEra::current;
+  VllmVersion vllm_release = k_vllm_default_version;
+  VllmEngine vllm_engine = VllmEngine::v1;  // the engine that release runs
   std::int64_t max_model_len = 4096;
   std::int64_t max_num_seqs = 256;
+  bool p2p = false;  // --p2p resolved for this card and layout
   // Overrides the user gave (nullopt: the measured defaults apply).
   std::optional<double> overhead_gib{};
   std::optional<double> reserve{};
@@ -210,5 +217,10 @@ std::optional<VllmEra> vllm_era_from_text(std::string_view text);
 // The newest version of an era that vllm_era_from_text reads back to it
 // ("0.6", "0.10"); "" for current.
 std::string_view vllm_era_version(VllmEra era);
+// The era of a release (<= 0.6 v0, 0.7 - 0.10 v1_early, >= 0.11 current).
+VllmEra vllm_era_of(VllmVersion version);
+// The release an era stands for when no number is given: 0.6 -> 0.6.x's
+// newest, 0.10 -> 0.10.x's newest, current -> k_vllm_default_version.
+VllmVersion vllm_era_release(VllmEra era);
 
 }  // namespace oomplan
