@@ -18,7 +18,13 @@ namespace oomplan {
 enum class Mode { infer, full, lora, qlora };
 enum class Engine { hf, vllm };
 enum class Offload { none, optimizer, params, all };
-enum class Checkpointing { none, selective, full };
+// Activation checkpointing policies, ordered by what they keep (most first):
+// none; selective (Megatron: attention core recomputed); op (torchtitan
+// per-op selective AC); full (every decoder layer keeps only its input:
+// HF gradient_checkpointing, torchtune, torchtitan full, Megatron uniform);
+// ds_partition / ds_cpu (DeepSpeed checkpointing with partition_activations
+// over the tensor-parallel ranks / cpu_checkpointing to host RAM).
+enum class Checkpointing { none, selective, op, full, ds_partition, ds_cpu };
 enum class Attn { eager, sdpa, flash };
 enum class Precision { mixed, pure };
 enum class Optimizer {
@@ -29,7 +35,13 @@ enum class Optimizer {
   sgd,
   adafactor
 };
-enum class Loss { full, chunked };
+// Cross-entropy as the training loop computes it (bytes per logit differ):
+// full (the model returns fp32 logits the loop keeps through backward),
+// chunked (torchtune CEWithChunkedOutputLoss), upcast (the loss upcasts a
+// 16-bit copy, the output is freed before backward: torchtitan, transformers
+// >= 4.49), upcast_shift (plus an fp32 shifted copy: transformers 4.46-4.48),
+// fp32_shift (the model upcasts, the loss shifts a copy: transformers <= 4.45).
+enum class Loss { full, chunked, upcast, upcast_shift, fp32_shift };
 
 // LoRA target projections, as a bit set.
 enum LoraTarget : unsigned {
