@@ -727,3 +727,178 @@ TEST_CASE(
   const Budget mixed_all = plan(m, g, s);
   CHECK(mixed_all.bytes_of("activations") == pure_all.bytes_of("activations"));
 }
+
+// --- Checkpointing policies, loss implementations, PEFT copies (issue 12).
+
+TEST_CASE("training: torchtitan per-op SAC keeps wq, wv, w1, w2 and SDPA",
+          "[training][policy]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .checkpointing = Checkpointing::op,
+          .precision = Precision::pure};
+  // torchtitan _save_list: every second mm recomputed, so of wq, wk, wv,
+  // wo, w1, w3, w2 the outputs of wq, wv, w1 and w2 stay; SDPA keeps its
+  // output and fp32 logsumexp; the block input is the checkpoint's.
+  // Per token and layer, bf16 (h 4096, 32 heads = 32 KV heads, I 11008):
+  //   input 8,192 + wq 8,192 + wv 8,192 + SDPA out 8,192 + lse 4 x 32 = 128
+  //   + w1 2 x 11,008 = 22,016 + w2 8,192 = 63,104 B
+  // x 8192 tokens x 32 layers = 16,542,334,976; the final norm keeps
+  // (4 + 2 + 2) B x h x 8192 = 268,435,456. The peak is the start of
+  // backward (16 B logits), before any layer is recomputed.
+  const Budget op = plan(m, g, s);
+  REQUIRE(op.peak.phase == Phase::backward);
+  CHECK(op.bytes_of("activations") == 16'542'334'976 + 268'435'456);
+  // TP 2 with sequence parallelism: the input is sequence-sharded (4,096),
+  // w2's rowwise product is a full partial sum (8,192) and both
+  // reduce-scatter outputs are saved (2 x 4,096); the rest halves:
+  // (8,192 x 3 + 128 + 22,016) / 2 = 23,360. 43,840 B x 8192 x 32 =
+  // 11,492,392,960, final norm / 2 = 134,217,728.
+  s.gpus = 2;
+  s.tp = 2;
+  s.sequence_parallel = true;
+  const Budget tp = plan(m, g, s);
+  REQUIRE(tp.peak.phase == Phase::backward);
+  CHECK(tp.bytes_of("activations") == 11'492'392'960 + 134'217'728);
+}
+
+TEST_CASE("training: DeepSpeed checkpointing partitions inputs over TP ranks",
+          "[training][policy]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  // LoRA keeps the gradients small, so the peak is where the checkpoints
+  // are: the start of backward.
+  Setup s{.gpus = 4,
+          .mode = Mode::lora,
+          .seq = 4096,
+          .tp = 4,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::pure};
+  // torch checkpoint keeps each layer's whole input: 32 x 4096 x 2 B x 4096
+  // = 1,073,741,824; partition_activations keeps a quarter per TP rank:
+  // 268,435,456, so 805,306,368 less at the same moment.
+  const Budget full = plan(m, g, s);
+  s.checkpointing = Checkpointing::ds_partition;
+  const Budget part = plan(m, g, s);
+  REQUIRE(full.peak.phase == Phase::backward);
+  REQUIRE(part.peak.phase == full.peak.phase);
+  CHECK(full.bytes_of("activations") - part.bytes_of("activations") ==
+        805'306'368);
+  CHECK(part.host_bytes == 0);
+  // cpu_checkpointing moves the partitions to host RAM: 268,435,456 per
+  // GPU, x 4 GPUs of the node = 1,073,741,824.
+  s.checkpointing = Checkpointing::ds_cpu;
+  const Budget cpu = plan(m, g, s);
+  CHECK(cpu.host_bytes == 1'073'741'824);
+  CHECK(cpu.peak.allocated_bytes < part.peak.allocated_bytes);
+}
+
+TEST_CASE("training: checkpointing policies keep less in their order",
+          "[training][policy]") {
+  const Gpu g = card("H100", 79.19);
+  for (const Model& m : {llama3_70b(), llama2_7b(), llama32_1b()}) {
+    for (Mode mode : {Mode::full, Mode::lora, Mode::qlora}) {
+      for (std::int64_t seq : {512, 8192}) {
+        INFO(m.name << " mode " << mode_name(mode) << " seq " << seq);
+        Setup s{.gpus = 8, .mode = mode, .seq = seq, .tp = 8};
+        const auto peak = [&](Checkpointing c) {
+          s.checkpointing = c;
+          return plan(m, g, s).peak.allocated_bytes;
+        };
+        const Bytes selective = peak(Checkpointing::selective);
+        const Bytes op = peak(Checkpointing::op);
+        const Bytes full = peak(Checkpointing::full);
+        const Bytes part = peak(Checkpointing::ds_partition);
+        const Bytes cpu = peak(Checkpointing::ds_cpu);
+        CHECK(op <= selective);
+        CHECK(full <= op);
+        CHECK(part <= full);
+        CHECK(cpu <= part);
+      }
+    }
+  }
+}
+
+TEST_CASE("training: the loss holds the bytes per logit its code allocates",
+          "[training][loss]") {
+  const Model m = llama32_1b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 2048,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::pure};
+  // 2048 tokens x 128,256 logits = 262,668,288 logits.
+  const auto logits = [&](Loss loss, Phase phase) {
+    s.loss = loss;
+    const Budget b = plan(m, g, s);
+    CHECK(b.peak.phase == phase);
+    return b.bytes_of("logits");
+  };
+  // full: fp32 logits kept by the loop, log-softmax output, its gradient
+  // and the logits' gradient: 16 B = 4,202,692,608.
+  CHECK(logits(Loss::full, Phase::backward) == 4'202'692'608);
+  // upcast (torchtitan, transformers >= 4.49): forward 2 + 4 + 4 B, the
+  // backward's log-softmax output, NLL gradient and log-softmax gradient
+  // 12 B = 3,152,019,456.
+  CHECK(logits(Loss::upcast, Phase::backward) == 3'152'019'456);
+  // upcast-shift (transformers 4.46-4.48): 2 B + fp32 copy + shifted fp32
+  // copy + log-softmax = 14 B in forward = 3,677,356,032.
+  CHECK(logits(Loss::upcast_shift, Phase::forward) == 3'677'356'032);
+  // fp32-shift (transformers <= 4.45): fp32 logits + shifted copy +
+  // log-softmax = 12 B, backward 12 B: 3,152,019,456 (forward first).
+  CHECK(logits(Loss::fp32_shift, Phase::forward) == 3'152'019'456);
+}
+
+TEST_CASE("training: PEFT adapters each save their own copy of the input",
+          "[training][lora]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::lora, .seq = 2048, .lora_targets = k_lora_all};
+  // PEFT >= 0.12 (fp32 adapters, Trainer autocast): q, k and v each save a
+  // 16-bit copy of the first norm's output, gate and up of the second's;
+  // torchtune (pure) saves one shared tensor each. (3 - 1 + 2 - 1) x 2 B x
+  // 4096 = 24,576 B per token and layer; x 2048 x 32 = 1,610,612,736.
+  const Budget peft = plan(m, g, s);
+  s.precision = Precision::pure;
+  const Budget torchtune = plan(m, g, s);
+  REQUIRE(peft.peak.phase == torchtune.peak.phase);
+  CHECK(peft.bytes_of("activations") - torchtune.bytes_of("activations") ==
+        1'610'612'736);
+  // q and v only: two copies against one: 8,192 B x 2048 x 32.
+  s.lora_targets = k_lora_q | k_lora_v;
+  const Budget qv_pure = plan(m, g, s);
+  s.precision = Precision::mixed;
+  const Budget qv_peft = plan(m, g, s);
+  REQUIRE(qv_peft.peak.phase == qv_pure.peak.phase);
+  CHECK(qv_peft.bytes_of("activations") - qv_pure.bytes_of("activations") ==
+        536'870'912);
+}
+
+TEST_CASE("training: flash attention's backward working set can dominate",
+          "[training][long]") {
+  // A narrow MLP (I 1024) under Llama-3.2-1B attention (h 2048, 32 heads of
+  // 64, 8 KV heads), a small vocabulary (8192) so the logits stay small.
+  Model m = llama32_1b();
+  m.intermediate_size = 1024;
+  m.vocab_size = 8192;
+  const Gpu g = card("H100", 79.19);
+  // LoRA on every projection (small gradients; the same saved tensors as
+  // full fine-tuning once compiled).
+  const Setup s{.mode = Mode::lora,
+                .seq = 4096,
+                .checkpointing = Checkpointing::full,
+                .precision = Precision::pure,
+                .compile = true,
+                .loss = Loss::chunked};
+  // Per token, bf16, compiled: 16 checkpointed inputs x 2 B x 2048 =
+  // 65,536; final norm (2 + 2) x 2048 = 8,192; the top layer recomputed:
+  // fused norms 2 x 2 x 2048 + norm outputs 2 x 2 x 2048 + q 4,096 + k, v
+  // 2 x 1,024 + attention output and o_proj input 2 x 4,096 + SwiGLU
+  // 3 x 2 x 1024 = 36,864; the attention backward: dout 2 B + dq_accum
+  // 4 B + dq 2 B at 2048 wide, dk and dv expanded to 2048: 2 x 2 x 2048 =
+  // 24,576 (the MLP's 3 x 2 x 1024 = 6,144 is smaller). 135,168 B x 4096.
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("activations") == 135'168LL * 4096);
+}
