@@ -1,6 +1,7 @@
 #include "oomplan/advice.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/capability.hpp"
+#include "oomplan/plan.hpp"
 
 #include <fmt/format.h>
 
@@ -11,10 +12,9 @@
 #include <span>
 
 // The advisor. Invariants:
-// - every fix is a transformation of the Setup (and maybe the GPU), re-priced
-//   by resolve_setup + validate_setup + memory(); no Budget is ever edited by
-//   hand, and a transformation the core rejects (validate_setup throws) is
-//   dropped;
+// - every fix is a transformation of the Setup the user asked for (and maybe
+//   the GPU), re-priced by the plan pipeline's price(); no Budget is ever
+//   edited by hand, and a transformation check() rejects is dropped;
 // - a fix is listed only when it changes the plan: it lowers the total, or it
 //   turns a plan that does not fit into one that does (vLLM gpu-util raised);
 // - the order is deterministic: fits first, then cost class (within
@@ -26,9 +26,6 @@
 namespace oomplan {
 namespace {
 
-// The largest total GPU count advise() proposes (8 nodes of 8 GPUs); `oomplan
-// fit` searches further when asked.
-constexpr int k_max_total_gpus = 64;
 // vLLM gpu_memory_utilization values tried, high to low.
 constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
                                     0.75, 0.7,  0.6, 0.5};
@@ -49,37 +46,17 @@ struct Ctx {
   StepTime base_time;    // and its time
 };
 
-// A candidate plan: the setup and card a fix leads to, with its words.
+// A candidate plan: the setup (as asked) and card a fix leads to, with its
+// words. `resolved` is the setup the step starts from, resolved: the
+// transformations read it and write `setup`.
 struct Step {
   Setup setup;
+  Resolved resolved;
   const Gpu* gpu = nullptr;
   std::string title;
   std::string changes;  // what it changes for the user, may be empty
   std::string flags;    // engine launch flags, may be empty
 };
-
-struct Priced {
-  Setup setup;  // resolved
-  Budget budget;
-};
-
-// resolve -> validate -> memory(); nullopt when the core rejects the setup.
-std::optional<Priced> price(const Model& model, const Gpu& gpu,
-                            const Setup& setup) {
-  Priced p{resolve_setup(model, gpu, setup), {}};
-  try {
-    validate_setup(model, gpu, p.setup);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  p.budget = memory(model, gpu, p.setup);
-  return p;
-}
-
-bool fits(const Model& model, const Gpu& gpu, const Setup& setup) {
-  const auto p = price(model, gpu, setup);
-  return p && p->budget.fits();
-}
 
 std::string join(const std::string& a, const std::string& b,
                  std::string_view sep) {
@@ -195,7 +172,7 @@ std::optional<Step> shorter_seq(const Ctx& c, const Step& from) {
   auto make = [&s](std::int64_t seq) {
     Setup t = s;
     t.seq = seq;
-    t.max_model_len = 0;
+    t.max_model_len.reset();
     return t;
   };
   const auto best = largest_fitting(c, *from.gpu, 256, s.seq, 256, make);
@@ -212,7 +189,7 @@ std::optional<Step> shorter_seq(const Ctx& c, const Step& from) {
 
 std::optional<Step> max_model_len(const Ctx& c, const Step& from) {
   const Setup& s = from.setup;
-  const std::int64_t len = s.max_model_len != 0 ? s.max_model_len : s.seq;
+  const std::int64_t len = from.resolved.max_model_len;
   if (s.engine != Engine::vllm || len <= 256) {
     return std::nullopt;
   }
@@ -227,7 +204,7 @@ std::optional<Step> max_model_len(const Ctx& c, const Step& from) {
   const auto best = largest_fitting(c, *from.gpu, 256, len, 256, make);
   Step to = from;
   to.setup = make(best ? *best : len / 2);
-  const std::int64_t n = to.setup.max_model_len;
+  const std::int64_t n = *to.setup.max_model_len;
   to.title = fmt::format("max-model-len {} -> {}", len, n);
   to.changes = fmt::format("longest request {} -> {} tokens", len, n);
   to.flags = fmt::format("--max-model-len {}", n);
@@ -241,7 +218,7 @@ std::optional<Step> flash_attention(const Ctx& /*c*/, const Step& from) {
   }
   // FlashAttention-2 needs Ampere (sm80) or newer; older cards get SDPA's
   // memory-efficient kernel instead.
-  const bool flash_ok = from.gpu->compute_capability >= 80;
+  const bool flash_ok = runs_flash_attention(*from.gpu);
   if (!flash_ok && s.attn == Attn::sdpa) {
     return std::nullopt;
   }
@@ -287,7 +264,7 @@ std::optional<Step> gpu_util(const Ctx& c, const Step& from) {
 
 std::optional<Step> expandable_segments(const Ctx& /*c*/, const Step& from) {
   const Setup& s = from.setup;
-  if (s.reserve >= 0 && s.reserve <= k_expandable_reserve) {
+  if (s.reserve && *s.reserve <= k_expandable_reserve) {
     return std::nullopt;
   }
   Step to = from;
@@ -329,8 +306,7 @@ std::optional<Step> half_precision(const Ctx& /*c*/, const Step& from) {
   }
   // Seed checklist step 2: fp32 doubles every 16-bit byte. bf16 needs Ampere;
   // older cards get fp16.
-  const bool bf16 =
-      from.gpu->compute_capability >= 80 || from.gpu->compute_capability == 0;
+  const bool bf16 = runs_bf16(*from.gpu);
   Step to = from;
   to.setup.dtype = bf16 ? Dtype::bf16 : Dtype::fp16;
   to.title = fmt::format("{} instead of fp32", dtype_name(to.setup.dtype));
@@ -408,43 +384,45 @@ std::string zero_flags(int stage) {
 }
 
 std::optional<Step> zero_up(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  if (!s.training() || s.dp() <= 1 || s.zero_stage() >= 3) {
+  const Resolved& r = from.resolved;
+  if (!r.training() || r.dp() <= 1 || r.zero >= 3) {
     return std::nullopt;
   }
   // The lowest stage that fits (least communication), else stage 3.
   Step to = from;
   to.setup.fsdp = false;
-  to.setup.zero = 3;
-  for (int stage = s.zero_stage() + 1; stage < 3; ++stage) {
-    Setup t = s;
-    t.zero = stage;
+  int stage = 3;
+  for (int lower = r.zero + 1; lower < 3; ++lower) {
+    Setup t = from.setup;
+    t.zero = lower;
     if (fits(c.model, *from.gpu, t)) {
-      to.setup.zero = stage;
+      stage = lower;
       break;
     }
   }
-  to.title = fmt::format("ZeRO stage {} -> {} (shard {} over {} GPUs)",
-                         s.zero_stage(), to.setup.zero,
-                         to.setup.zero == 1   ? "optimizer states"
-                         : to.setup.zero == 2 ? "optimizer states + gradients"
-                                              : "weights, gradients, states",
-                         s.dp());
-  to.flags = zero_flags(to.setup.zero);
+  to.setup.zero = stage;
+  to.title =
+      fmt::format("ZeRO stage {} -> {} (shard {} over {} GPUs)", r.zero, stage,
+                  stage == 1   ? "optimizer states"
+                  : stage == 2 ? "optimizer states + gradients"
+                               : "weights, gradients, states",
+                  r.dp());
+  to.flags = zero_flags(stage);
   return to;
 }
 
 std::optional<Step> pipeline(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
+  const Resolved& r = from.resolved;
   const std::int64_t layers = c.model.num_layers + c.model.num_decoder_layers;
-  if (!s.training() || s.dp() < 2 || s.pp * 2 > layers) {
+  if (!r.training() || r.dp() < 2 || r.pp * 2 > layers) {
     return std::nullopt;
   }
   Step to = from;
-  to.setup.pp = s.pp * 2;
+  to.setup.pp = r.pp * 2;
   to.title = fmt::format("pipeline parallel {} -> {} (layers split over GPUs)",
-                         s.pp, to.setup.pp);
-  to.changes = fmt::format("data parallel {} -> {}", s.dp(), to.setup.dp());
+                         r.pp, to.setup.pp);
+  to.changes = fmt::format("data parallel {} -> {}", r.dp(),
+                           r.total_gpus() / (r.tp * to.setup.pp));
   to.flags = fmt::format(
       "Megatron: --pipeline-model-parallel-size {}; DeepSpeed PipelineModule "
       "num_stages={}",
@@ -457,8 +435,8 @@ std::optional<Step> pipeline(const Ctx& c, const Step& from) {
 std::optional<Step> fp8_kv_cache(const Ctx& /*c*/, const Step& from) {
   const Setup& s = from.setup;
   if (s.training() || s.engine != Engine::vllm ||
-      s.kv_dtype == std::optional<Dtype>{Dtype::fp8} ||
-      from.gpu->compute_capability < 80) {
+      from.resolved.kv_dtype == Dtype::fp8 ||
+      from.gpu->compute_capability < k_cc_ampere) {
     return std::nullopt;
   }
   Step to = from;
@@ -490,15 +468,10 @@ std::optional<Step> optimizer_8bit(const Ctx& /*c*/, const Step& from) {
   return to;
 }
 
-// Weights stored in 16 bits: nothing quantized yet.
-bool sixteen_bit_weights(const Setup& s) {
-  return s.quant == Quant::none || s.quant == Quant::automatic;
-}
-
 std::optional<Step> quantize(const Step& from, Quant quant) {
   const Setup& s = from.setup;
   const auto options = quantization_options(*from.gpu, s.engine);
-  if (s.training() || !sixteen_bit_weights(s) ||
+  if (s.training() || from.resolved.quant != Quant::none ||
       std::find(options.begin(), options.end(), quant) == options.end()) {
     return std::nullopt;
   }
@@ -583,8 +556,8 @@ std::optional<Step> qlora_instead(const Ctx& /*c*/, const Step& from) {
 // The next GPU count: powers of two inside a node, then doubling whole
 // nodes.
 void next_count(Setup& s) {
-  if (s.nodes == 1 && s.gpus < 8) {
-    s.gpus = std::min(8, s.gpus * 2);
+  if (s.nodes == 1 && s.gpus < k_gpus_per_node) {
+    s.gpus = std::min(k_gpus_per_node, s.gpus * 2);
   } else {
     s.nodes *= 2;
   }
@@ -595,7 +568,8 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
   Setup t = s;
   // Data parallelism lowers per-GPU memory only when it shards: training
   // without ZeRO moves to ZeRO-3 / FSDP with the new GPUs.
-  const bool add_sharding = s.training() && s.zero_stage() == 0;
+  const Resolved& r = from.resolved;
+  const bool add_sharding = r.training() && r.zero == 0;
   if (add_sharding) {
     t.zero = 3;
   }
@@ -603,14 +577,14 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
   std::optional<Setup> first;  // one step up
   while (true) {
     next_count(t);
-    if (t.total_gpus() > k_max_total_gpus) {
+    if (t.total_gpus() > k_sizing_max_gpus) {
       break;
     }
     if (t.training()) {
       // Data parallel grows; grad-accum shrinks when that keeps the global
       // batch exact.
-      const int dp_old = s.dp();
-      const int dp_new = t.total_gpus() / (s.tp * s.pp);
+      const int dp_old = r.dp();
+      const int dp_new = t.total_gpus() / (r.tp * r.pp);
       const int global = s.grad_accum * dp_old;
       t.grad_accum =
           global % dp_new == 0 ? std::max(1, global / dp_new) : s.grad_accum;
@@ -643,7 +617,7 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
     // user's grad-accum.
     to.setup.grad_accum = s.grad_accum;
   }
-  const Setup& n = to.setup;
+  const Resolved n = resolve(c.model, *from.gpu, to.setup);
   std::string how;
   if (n.split_layers) {
     how = "whole layers per GPU";
@@ -678,16 +652,6 @@ std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
   return to;
 }
 
-// `setup` moved from card `from` to card `to`: a vLLM scheduler budget that
-// was the old card's default follows the new card (resolve_setup fills it).
-Setup on_card(Setup setup, const Gpu& from, const Gpu& to) {
-  if (setup.engine == Engine::vllm && setup.vllm_version != VllmEra::v0 &&
-      setup.max_num_batched_tokens == vllm_default_batched_tokens(from)) {
-    setup.max_num_batched_tokens = vllm_default_batched_tokens(to);
-  }
-  return setup;
-}
-
 std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
   // The smallest bigger card that fits; else the biggest card (which only
   // matters inside a combination: alone it changes nothing and is dropped).
@@ -705,7 +669,9 @@ std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
          g.name < biggest->name)) {
       biggest = &g;
     }
-    if (!fits(c.model, g, on_card(from.setup, *from.gpu, g))) {
+    // A default the user left to vLLM (its scheduler budget) follows the
+    // card: resolve() derives it for `g`.
+    if (!fits(c.model, g, from.setup)) {
       continue;
     }
     if (best == nullptr || g.capacity_bytes < best->capacity_bytes ||
@@ -720,7 +686,6 @@ std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
     return std::nullopt;
   }
   Step to = from;
-  to.setup = on_card(from.setup, *from.gpu, *best);
   to.gpu = best;
   to.title = fmt::format("{} -> {} ({} each)", from.gpu->name, best->name,
                          format_gib(best->capacity_bytes));
@@ -740,7 +705,7 @@ std::optional<Step> offload(const Step& from, Offload where) {
     // DeepSpeed offloads only under ZeRO (stage 2 keeps the weights whole,
     // stage 3 is needed for offload_param).
     const int stage =
-        where == Offload::optimizer ? std::max(2, s.zero_stage()) : 3;
+        where == Offload::optimizer ? std::max(2, from.resolved.zero) : 3;
     if (where == Offload::optimizer) {
       to.title = "offload optimizer states to CPU RAM (ZeRO-Offload)";
       to.flags = fmt::format(
@@ -843,6 +808,7 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
   Fix fix;
   fix.id = std::move(id);
   fix.title = step.title;
+  fix.request = priced.request;
   fix.setup = priced.setup;
   fix.gpu = step.gpu;
   fix.total_bytes = priced.budget.total_bytes();
@@ -879,9 +845,9 @@ Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
                  ? fmt::format("+{} GPUs, {:.2f}x GPU-hours per token",
                                new_gpus - old_gpus, gpu_hours)
                  : join("bigger card", time, ", ");
-      if (c.base.price > 0 && new_gpus != old_gpus) {
+      if (c.base.price && new_gpus != old_gpus) {
         cost +=
-            fmt::format(", +${:.2f}/h", c.base.price * (new_gpus - old_gpus));
+            fmt::format(", +${:.2f}/h", *c.base.price * (new_gpus - old_gpus));
       }
       break;
     }
@@ -955,6 +921,7 @@ std::optional<Step> apply_all(const Ctx& c, const Step& start,
     changes = join(changes, next->changes, "; ");
     flags = join(flags, next->flags, "; ");
     step = *next;
+    step.resolved = resolve(c.model, *step.gpu, step.setup);
   }
   step.title = title;
   step.changes = changes;
@@ -1023,7 +990,8 @@ void add_combinations(const Ctx& c, const Step& start,
     if (!step) {
       return;
     }
-    const auto priced = price(c.model, *step->gpu, step->setup);
+    const Pricing pricing = price(c.model, *step->gpu, step->setup);
+    const auto& priced = pricing.priced;
     if (!priced || !priced->budget.fits()) {
       return;
     }
@@ -1086,7 +1054,7 @@ std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
   }
   // vLLM runs fp8 checkpoints weight-only (Marlin) from Ampere on;
   // transformers' fp8 kernels (FBGEMM) need fp8 tensor cores.
-  if (gpu.compute_capability >= 80 && (vllm || gpu.fp8_tflops > 0)) {
+  if (gpu.compute_capability >= k_cc_ampere && (vllm || gpu.fp8_tflops > 0)) {
     options.push_back(Quant::fp8);
   }
   options.push_back(vllm ? Quant::awq : Quant::nf4);
@@ -1095,10 +1063,11 @@ std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
                         const std::vector<Gpu>& gpus) {
-  const auto base = price(model, gpu, setup);
-  if (!base) {
+  const Pricing pricing = price(model, gpu, setup);
+  if (!pricing.priced) {
     return {};
   }
+  const Priced* base = &*pricing.priced;
   const Bytes base_total = base->budget.total_bytes();
   const bool base_fits = base->budget.fits();
   if (base_fits && base->setup.engine == Engine::vllm) {
@@ -1108,7 +1077,7 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
   }
   const Ctx c{model, setup, gpus, base_total,
               estimate_time(model, gpu, base->setup, base->budget)};
-  const Step start{base->setup, &gpu, "", "", ""};
+  const Step start{setup, base->setup, &gpu, "", "", ""};
 
   std::vector<Fix> fixes;
   std::vector<std::size_t> applicable;  // kinds that change the setup
@@ -1121,7 +1090,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     if (!step) {
       continue;
     }
-    const auto priced = price(model, *step->gpu, step->setup);
+    const Pricing step_pricing = price(model, *step->gpu, step->setup);
+    const auto& priced = step_pricing.priced;
     if (!priced) {
       continue;
     }

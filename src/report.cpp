@@ -1,5 +1,8 @@
 #include "oomplan/report.hpp"
 
+#include "report_internal.hpp"
+
+#include "oomplan/options.hpp"
 #include "oomplan/units.hpp"
 
 #include <fmt/format.h>
@@ -62,110 +65,10 @@ std::string bar(Bytes part, Bytes whole) {
   return out;
 }
 
-// The weight format the plan uses, `auto` resolved as the core resolves it
-// (the sizing header shows the user's unresolved setup).
-Quant shown_quant(const Model& model, const Setup& setup) {
-  return resolve_setup(model, setup).quant;
-}
-
-std::string weights_text(const Model& model, const Setup& setup) {
-  const Quant quant = shown_quant(model, setup);
-  return quant == Quant::none ? std::string(dtype_name(setup.dtype))
-                              : std::string(quant_name(quant));
-}
-
-Dtype kv_dtype(const Setup& setup) {
-  return setup.kv_dtype.value_or(setup.dtype);
-}
-
-std::string billions(std::int64_t params) {
-  return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
-}
-
 // The exact count from the architecture (the catalog's official figures are
 // often rounded, e.g. 70.6B for 70,553,706,496).
 std::int64_t total_params(const Model& model) {
   return count_params(model).total();
-}
-
-// One line with every setting that shapes this plan.
-std::string setup_line(const Model& model, const Gpu* gpu, const Setup& s) {
-  std::string line =
-      fmt::format("{} ({} params)", model.name, billions(total_params(model)));
-  if (gpu != nullptr) {
-    if (s.nodes > 1) {
-      fmt::format_to(std::back_inserter(line), " on {} nodes x {} {}", s.nodes,
-                     s.gpus, gpu->name);
-    } else {
-      fmt::format_to(std::back_inserter(line), " on {} x {}", s.gpus,
-                     gpu->name);
-    }
-  }
-  fmt::format_to(std::back_inserter(line), ": {}", mode_name(s.mode));
-  if (!s.training()) {
-    fmt::format_to(std::back_inserter(line), " ({})", engine_name(s.engine));
-  }
-  fmt::format_to(std::back_inserter(line), ", seq {}, batch {}, {}, weights {}",
-                 s.seq, s.batch, dtype_name(s.dtype), weights_text(model, s));
-  if (!s.training()) {
-    fmt::format_to(std::back_inserter(line), ", kv {}",
-                   dtype_name(kv_dtype(s)));
-  }
-  if (s.split_layers) {
-    line += ", split layers";
-  } else if (s.tp > 0) {
-    fmt::format_to(std::back_inserter(line), ", tp {}, pp {}, dp {}", s.tp,
-                   s.pp, s.dp());
-  }
-  if (s.sequence_parallel) {
-    line += ", sequence parallel";
-  }
-  if (s.training()) {
-    if (s.fsdp) {
-      line += ", fsdp";
-    } else {
-      fmt::format_to(std::back_inserter(line), ", zero {}", s.zero);
-    }
-    fmt::format_to(std::back_inserter(line), ", {} precision, {}",
-                   precision_name(s.precision), optimizer_name(s.optimizer));
-    if (s.optimizer_in_bwd) {
-      line += " in backward";
-    }
-    if (s.mode == Mode::lora || s.mode == Mode::qlora) {
-      fmt::format_to(std::back_inserter(line), ", lora rank {} on {}",
-                     s.lora_rank, lora_targets_text(s.lora_targets));
-    }
-    fmt::format_to(std::back_inserter(line), ", checkpointing {}",
-                   checkpointing_name(s.checkpointing));
-    if (s.grad_accum > 1) {
-      fmt::format_to(std::back_inserter(line), ", grad-accum {}", s.grad_accum);
-    }
-    if (s.loss == Loss::chunked) {
-      line += ", chunked loss";
-    }
-    if (s.activation_offload) {
-      line += ", activation offload";
-    }
-    if (s.compile) {
-      line += ", compiled";
-    }
-  }
-  if (s.offload != Offload::none) {
-    fmt::format_to(std::back_inserter(line), ", offload {}",
-                   offload_name(s.offload));
-  }
-  if (s.engine == Engine::hf || s.training()) {
-    fmt::format_to(std::back_inserter(line), ", attn {}", attn_name(s.attn));
-  }
-  if (s.engine == Engine::vllm && !s.training()) {
-    fmt::format_to(std::back_inserter(line),
-                   ", gpu-util {}, max-model-len {}, max-num-seqs {}",
-                   s.gpu_util, s.max_model_len, s.max_num_seqs);
-    if (s.enforce_eager) {
-      line += ", enforce-eager";
-    }
-  }
-  return line;
 }
 
 std::string yes_no(bool value) {
@@ -225,7 +128,7 @@ std::string time_text(const Plan& plan) {
 
 std::string fix_args(const Plan& plan, const Fix& fix) {
   const Gpu& gpu = fix.gpu != nullptr ? *fix.gpu : *plan.gpu;
-  return plan_args(plan.model_arg, gpu, fix.setup);
+  return plan_args(plan.model_arg, *plan.model, gpu, fix.request);
 }
 
 // A Markdown table cell: a literal '|' would end the cell.
@@ -256,10 +159,56 @@ bool has_stages(const Plan& plan) {
 
 }  // namespace
 
+std::string billions(std::int64_t params) {
+  return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
+}
+
+std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
+                       const Resolved& setup) {
+  std::string line =
+      fmt::format("{} ({} params)", model.name, billions(total_params(model)));
+  if (gpu != nullptr) {
+    if (setup.nodes > 1) {
+      fmt::format_to(std::back_inserter(line), " on {} nodes x {} {}",
+                     setup.nodes, setup.gpus, gpu->name);
+    } else {
+      fmt::format_to(std::back_inserter(line), " on {} x {}", setup.gpus,
+                     gpu->name);
+    }
+  }
+  const Gpu none;
+  const OptionContext context{model, gpu != nullptr ? *gpu : none, request,
+                              setup};
+  std::string_view separator = ": ";
+  for (const OptionRow& row : option_rows()) {
+    if (gpu == nullptr && row.group == OptionGroup::hardware) {
+      continue;
+    }
+    const std::string part = row.describe(context);
+    if (!part.empty()) {
+      line += separator;
+      line += part;
+      separator = ", ";
+    }
+  }
+  return line;
+}
+
+Json setup_json(const Model& model, const Gpu& gpu, const Setup& request,
+                const Resolved& setup) {
+  const OptionContext context{model, gpu, request, setup};
+  Json out = Json::object();
+  for (const OptionRow& row : option_rows()) {
+    std::visit([&](const auto& value) { out[std::string(row.key)] = value; },
+               row.json(context));
+  }
+  return out;
+}
+
 std::vector<std::string> warning_texts(const Plan& plan) {
   std::vector<std::string> texts;
   const Budget& b = plan.budget;
-  const Setup& s = plan.setup;
+  const Resolved& s = plan.setup;
   const std::string gpu_name = plan.gpu != nullptr ? plan.gpu->name : "GPU";
   if (b.has(Warning::no_nvlink)) {
     texts.push_back(fmt::format(
@@ -314,8 +263,10 @@ std::vector<std::string> warning_texts(const Plan& plan) {
   }
   if (b.has(Warning::low_headroom)) {
     texts.push_back(
-        "less than 5 % headroom: a longer prompt, a larger batch or allocator "
-        "fragmentation may still run out of memory");
+        fmt::format("less than {:.0f} % headroom: a longer prompt, a larger "
+                    "batch or allocator fragmentation may still run out of "
+                    "memory",
+                    k_low_headroom_share * 100));
   }
   if (b.has(Warning::flash_unsupported)) {
     texts.push_back(fmt::format(
@@ -329,10 +280,10 @@ std::vector<std::string> warning_texts(const Plan& plan) {
 std::string render_text(const Plan& plan, const RenderOptions& options) {
   const Style st{options.color};
   const Budget& b = plan.budget;
-  const Setup& s = plan.setup;
+  const Resolved& s = plan.setup;
   Lines put;
 
-  put(st.bold(setup_line(*plan.model, plan.gpu, s)));
+  put(st.bold(setup_line(*plan.model, plan.gpu, plan.request, s)));
   put("");
   put(fmt::format("{:<16}{:>9}  {:>8}", "per GPU", "GiB", "of card"));
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -435,7 +386,7 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
 
 std::string render_json(const Plan& plan) {
   const Budget& b = plan.budget;
-  const Setup& s = plan.setup;
+  const Resolved& s = plan.setup;
   const Model& model = *plan.model;
   Json doc;
   doc["schema"] = "oomplan.plan/1";
@@ -443,47 +394,7 @@ std::string render_json(const Plan& plan) {
   doc["gpu"] = {{"name", plan.gpu->name},
                 {"count", s.total_gpus()},
                 {"capacity_bytes", plan.gpu->capacity_bytes}};
-  doc["setup"] = {
-      {"mode", mode_name(s.mode)},
-      {"engine", engine_name(s.engine)},
-      {"seq", s.seq},
-      {"batch", s.batch},
-      {"dtype", dtype_name(s.dtype)},
-      {"quant", quant_name(shown_quant(model, s))},
-      {"kv_dtype", dtype_name(kv_dtype(s))},
-      {"tp", s.tp},
-      {"pp", s.pp},
-      {"dp", s.tp > 0 ? s.dp() : 0},
-      {"zero", s.zero_stage()},
-      {"gpus", s.gpus},
-      {"nodes", s.nodes},
-      {"split_layers", s.split_layers},
-      {"sequence_parallel", s.sequence_parallel},
-      {"fsdp", s.fsdp},
-      {"offload", offload_name(s.offload)},
-      {"checkpointing", checkpointing_name(s.checkpointing)},
-      {"attn", attn_name(s.attn)},
-      {"precision", precision_name(s.precision)},
-      {"optimizer", optimizer_name(s.optimizer)},
-      {"compile", s.compile},
-      {"lora_rank", s.lora_rank},
-      {"lora_targets", lora_targets_text(s.lora_targets)},
-      {"optimizer_in_bwd", s.optimizer_in_bwd},
-      {"loss", loss_name(s.loss)},
-      {"activation_offload", s.activation_offload},
-      {"grad_accum", s.grad_accum},
-      {"gpu_util", s.gpu_util},
-      {"max_num_batched_tokens", s.max_num_batched_tokens},
-      {"enforce_eager", s.enforce_eager},
-      {"vllm_version", vllm_era_name(s.vllm_version)},
-      {"max_model_len", s.max_model_len},
-      {"max_num_seqs", s.max_num_seqs},
-  };
-  // Overrides are null when the measured defaults apply.
-  doc["setup"]["overhead_gib"] =
-      s.overhead_gib < 0 ? Json(nullptr) : Json(s.overhead_gib);
-  doc["setup"]["reserve"] = s.reserve < 0 ? Json(nullptr) : Json(s.reserve);
-  doc["setup"]["price"] = s.price > 0 ? Json(s.price) : Json(nullptr);
+  doc["setup"] = setup_json(model, *plan.gpu, plan.request, s);
 
   Json components = Json::array();
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -560,7 +471,8 @@ std::string render_markdown(const Plan& plan) {
   put(fmt::format("### oomplan: {} on {} x {}", plan.model->name,
                   plan.setup.total_gpus(), plan.gpu->name));
   put("");
-  put(fmt::format("`{}`", setup_line(*plan.model, plan.gpu, plan.setup)));
+  put(fmt::format("`{}`",
+                  setup_line(*plan.model, plan.gpu, plan.request, plan.setup)));
   put("");
   put("| component (per GPU) | GiB | of card | formula |");
   put("|---|---:|---:|---|");
@@ -613,7 +525,13 @@ std::string render_markdown(const Plan& plan) {
 namespace {
 
 std::string sizing_args(const Sizing& sizing, const SizingRow& row) {
-  return plan_args(sizing.model_arg, *row.gpu, row.setup);
+  return plan_args(sizing.model_arg, *sizing.model, *row.gpu, row.request);
+}
+
+// The sizing header: the user's setup, before any card is chosen.
+std::string sizing_line(const Sizing& sizing) {
+  return setup_line(*sizing.model, nullptr, sizing.setup,
+                    resolve(*sizing.model, Gpu{}, sizing.setup));
 }
 
 }  // namespace
@@ -622,7 +540,7 @@ std::string render_sizing_text(const Sizing& sizing,
                                const RenderOptions& options) {
   const Style st{options.color};
   Lines put;
-  put(st.bold(setup_line(*sizing.model, nullptr, sizing.setup)));
+  put(st.bold(sizing_line(sizing)));
   put(fmt::format("the fewest GPUs that fit, per common GPU (up to {}):",
                   sizing.max_gpus));
   put("");
@@ -668,7 +586,7 @@ std::string render_sizing_markdown(const Sizing& sizing) {
   Lines put;
   put(fmt::format("### oomplan: the fewest GPUs for {}", sizing.model->name));
   put("");
-  put(fmt::format("`{}`", setup_line(*sizing.model, nullptr, sizing.setup)));
+  put(fmt::format("`{}`", sizing_line(sizing)));
   put("");
   put("| GPU | GPUs | per GPU (GiB) | usable (GiB) | command |");
   put("|---|---:|---:|---:|---|");

@@ -1,6 +1,8 @@
 #include "oomplan/search.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/advice.hpp"
+#include "oomplan/capability.hpp"
+#include "oomplan/plan.hpp"
 
 #include <algorithm>
 #include <array>
@@ -63,13 +65,13 @@ class Search {
   Search(const Model& model, const Setup& base, const FitConstraints& limits)
       : m_model(model),
         m_base(base),
-        m_base_quant(resolve_setup(model, base).quant),
+        m_base_resolved(resolve(model, Gpu{}, base)),
         m_limits(limits) {}
 
   void run(const Gpu& gpu) {
     m_front.clear();
     for (const int count : gpu_counts(m_limits.max_gpus)) {
-      const int per_node = std::min(count, 8);
+      const int per_node = std::min(count, k_gpus_per_node);
       const int nodes = count / per_node;
       for (const int tp : k_tp_sizes) {
         for (const int pp : k_pp_sizes) {
@@ -164,24 +166,21 @@ class Search {
       if (pp > nodes) {
         return;
       }
-      s.zero = 0;
+      s.zero.reset();
       s.fsdp = false;
     }
-    const Setup resolved = resolve_setup(m_model, gpu, s);
-    try {
-      validate_setup(m_model, gpu, resolved);
-    } catch (const Error&) {
+    if (check(m_model, gpu, s)) {
       return;
     }
+    const int dp = count / (tp * pp);
     if (s.training()) {
-      training(gpu, s);
+      training(gpu, s, dp);
     } else {
-      inference(gpu, s, resolved.quant);
+      inference(gpu, s, resolve(m_model, gpu, s).quant);
     }
   }
 
-  void training(const Gpu& gpu, const Setup& layout) {
-    const int dp = layout.dp();
+  void training(const Gpu& gpu, const Setup& layout, int dp) {
     const std::int64_t global = m_limits.global_batch;
     if (global > 0 && global % dp != 0) {
       return;
@@ -212,7 +211,7 @@ class Search {
           s.fsdp = false;
           s.offload = offload;
           s.checkpointing = ckpt;
-          const bool any = batches(gpu, s, global);
+          const bool any = batches(gpu, s, dp, global);
           if (!any) {
             break;  // less checkpointing only needs more memory
           }
@@ -229,12 +228,12 @@ class Search {
   }
 
   // Micro-batches 1, 2, 4, ... while they fit; true when batch 1 fits.
-  bool batches(const Gpu& gpu, Setup s, std::int64_t global) {
+  bool batches(const Gpu& gpu, Setup s, int dp, std::int64_t global) {
     bool any = false;
     for (const int b : k_micro_batches) {
       s.batch = b;
       if (global > 0) {
-        const std::int64_t per_rank = global / s.dp();
+        const std::int64_t per_rank = global / dp;
         if (per_rank % b != 0) {
           continue;
         }
@@ -257,7 +256,7 @@ class Search {
       const auto options = quantization_options(gpu, layout.engine);
       quants.insert(quants.end(), options.begin(), options.end());
     }
-    if (!m_limits.no_quant && vllm && gpu.compute_capability >= 80 &&
+    if (!m_limits.no_quant && vllm && gpu.compute_capability >= k_cc_ampere &&
         layout.kv_dtype != std::optional<Dtype>{Dtype::fp8}) {
       kv_dtypes.emplace_back(Dtype::fp8);
     }
@@ -278,7 +277,7 @@ class Search {
   // Prices `s` with memory(); keeps it on the front when it fits with the
   // required headroom. True when it fits.
   bool consider(const Gpu& gpu, const Setup& s) {
-    const Setup r = resolve_setup(m_model, gpu, s);
+    const Resolved r = resolve(m_model, gpu, s);
     const Budget budget = memory(m_model, gpu, r);
     ++m_evaluated;
     const auto min_headroom = static_cast<Bytes>(m_limits.min_headroom_gib *
@@ -288,6 +287,7 @@ class Search {
     }
     Candidate c;
     c.plan.gpu = &gpu;
+    c.plan.request = s;
     c.plan.setup = r;
     c.plan.total_bytes = budget.total_bytes();
     c.plan.headroom_bytes = budget.headroom_bytes();
@@ -298,10 +298,10 @@ class Search {
     c.order = m_order++;
     // Inference only: training modes fix the weights' format.
     if (!r.training()) {
-      if (r.quant != m_base_quant) {
+      if (r.quant != m_base_resolved.quant) {
         c.precision_loss += quant_bits(r.quant) == 4 ? 2 : 1;
       }
-      if (r.kv_dtype != m_base.kv_dtype) {
+      if (r.kv_dtype != m_base_resolved.kv_dtype) {
         c.precision_loss += 1;
       }
     }
@@ -321,7 +321,7 @@ class Search {
 
   const Model& m_model;
   Setup m_base;
-  Quant m_base_quant;  // the user's weights, resolved
+  Resolved m_base_resolved;  // the user's weights and KV dtype, resolved
   FitConstraints m_limits;
   std::vector<Candidate> m_front;  // the current card's Pareto front
   std::vector<Candidate> m_kept;   // every card's front
@@ -333,10 +333,10 @@ class Search {
 
 std::vector<int> gpu_counts(int max_gpus) {
   std::vector<int> counts;
-  for (int n = 1; n <= std::min(8, max_gpus); n *= 2) {
+  for (int n = 1; n <= std::min(k_gpus_per_node, max_gpus); n *= 2) {
     counts.push_back(n);
   }
-  for (int n = 16; n <= max_gpus; n += 8) {
+  for (int n = 2 * k_gpus_per_node; n <= max_gpus; n += k_gpus_per_node) {
     counts.push_back(n);
   }
   return counts;

@@ -9,6 +9,7 @@
 
 #include "oomplan/catalog.hpp"
 #include "oomplan/memory.hpp"
+#include "oomplan/plan.hpp"
 #include "oomplan/search.hpp"
 
 #include <algorithm>
@@ -35,11 +36,11 @@ double seconds_since(Clock::time_point start) {
 // work.
 double evaluations_per_second(const oomplan::Model& model,
                               const oomplan::Gpu& gpu,
-                              const oomplan::Setup& base, int n) {
+                              const oomplan::Resolved& base, int n) {
   oomplan::Bytes sink = 0;
   const auto start = Clock::now();
   for (int i = 0; i < n; ++i) {
-    oomplan::Setup setup = base;
+    oomplan::Resolved setup = base;
     setup.seq = base.seq + (i & 1023);
     sink += oomplan::memory(model, gpu, setup).total_bytes();
   }
@@ -88,12 +89,13 @@ int main(int argc, char** argv) {
   const auto& model = oomplan::find_model(catalog, "llama3-70b");
   const auto spec = oomplan::parse_gpu_spec(catalog, "4xA100-80");
 
-  oomplan::Setup infer{.gpus = spec.count, .seq = 8192};
-  infer = oomplan::resolve_setup(model, infer);
-  oomplan::Setup train{
-      .gpus = 8, .mode = oomplan::Mode::full, .seq = 4096, .zero = 3};
-  train = oomplan::resolve_setup(model, train);
   const auto& h100 = oomplan::find_gpu(catalog, "H100");
+  const oomplan::Resolved infer = oomplan::resolve(
+      model, *spec.gpu, oomplan::Setup{.gpus = spec.count, .seq = 8192});
+  const oomplan::Resolved train = oomplan::resolve(
+      model, h100,
+      oomplan::Setup{
+          .gpus = 8, .mode = oomplan::Mode::full, .seq = 4096, .zero = 3});
 
   const int n = 2'000'000;
   std::printf(

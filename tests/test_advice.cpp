@@ -44,7 +44,8 @@ std::vector<Case> cases() {
 struct Planned {
   const Model* model = nullptr;
   const Gpu* gpu = nullptr;
-  Setup setup;
+  Setup request;
+  Resolved setup;
   Budget budget;
 };
 
@@ -54,11 +55,10 @@ Planned plan_case(const Case& c) {
   p.model = &find_model(cat, c.model);
   const auto spec = parse_gpu_spec(cat, c.gpus);
   p.gpu = spec.gpu;
-  Setup s = c.setup;
-  s.gpus = spec.count;
-  p.setup = resolve_setup(*p.model, *p.gpu, s);
-  validate_setup(*p.model, *p.gpu, p.setup);
-  p.budget = memory(*p.model, *p.gpu, p.setup);
+  p.request = c.setup;
+  p.request.gpus = spec.count;
+  p.setup = resolve(*p.model, *p.gpu, p.request);
+  p.budget = test::budget(*p.model, *p.gpu, p.request);
   return p;
 }
 
@@ -76,17 +76,18 @@ TEST_CASE("advice: every fix is re-priced by memory() and lowers the peak",
   for (const Case& c : cases()) {
     const Planned p = plan_case(c);
     const Bytes base_total = p.budget.total_bytes();
-    const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+    const auto fixes =
+        advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
     INFO(c.model << " on " << c.gpus << ": "
-                 << plan_args(c.model, *p.gpu, p.setup));
+                 << plan_args(c.model, *p.model, *p.gpu, p.request));
     for (std::size_t i = 0; i < fixes.size(); ++i) {
       const Fix& f = fixes[i];
       INFO("fix " << f.id << ": " << f.title);
       REQUIRE(f.gpu != nullptr);
       CHECK(f.rank == static_cast<int>(i + 1));
-      // The fixed setup is resolved and valid; memory() reproduces the fix.
-      CHECK_NOTHROW(validate_setup(*p.model, *f.gpu, f.setup));
-      const Budget b = memory(*p.model, *f.gpu, f.setup);
+      // The fixed setup is valid; the pipeline reproduces the fix.
+      CHECK_FALSE(check(*p.model, *f.gpu, f.request));
+      const Budget b = test::budget(*p.model, *f.gpu, f.request);
       CHECK(b.total_bytes() == f.total_bytes);
       CHECK(b.fits() == f.fits);
       CHECK(f.saves_bytes == base_total - f.total_bytes);
@@ -104,7 +105,8 @@ TEST_CASE("advice: every fix is re-priced by memory() and lowers the peak",
 TEST_CASE("advice: fixes that fit come first, then by cost class", "[advice]") {
   for (const Case& c : cases()) {
     const Planned p = plan_case(c);
-    const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+    const auto fixes =
+        advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
     INFO(c.model << " on " << c.gpus);
     for (std::size_t i = 1; i < fixes.size(); ++i) {
       const Fix& a = fixes[i - 1];
@@ -116,7 +118,8 @@ TEST_CASE("advice: fixes that fit come first, then by cost class", "[advice]") {
       }
     }
     // Deterministic: the same input gives the same list.
-    const auto again = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+    const auto again =
+        advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
     REQUIRE(again.size() == fixes.size());
     for (std::size_t i = 0; i < fixes.size(); ++i) {
       CHECK(again[i].id == fixes[i].id);
@@ -133,8 +136,7 @@ TEST_CASE("advice: a free fix beats offload when both fit", "[advice]") {
   const Gpu& gpu = find_gpu(cat, "A100-40");
   bool found = false;
   for (const std::int64_t batch : {2, 4, 8, 16}) {
-    const Setup s = resolve_setup(
-        model, Setup{.mode = Mode::full, .seq = 2048, .batch = batch});
+    const Setup s{.mode = Mode::full, .seq = 2048, .batch = batch};
     const auto fixes = advise(model, gpu, s, cat.gpus);
     const auto free_fix = std::find_if(
         fixes.begin(), fixes.end(),
@@ -168,7 +170,7 @@ TEST_CASE(
   // card do.
   const Planned p = plan_case({"llama3-70b", "1xA100-80", Setup{.seq = 8192}});
   REQUIRE_FALSE(p.budget.fits());
-  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const auto fixes = advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
   auto rank_of = [&fixes](std::string_view id) {
     const auto it = find_fix(fixes, id);
     return it == fixes.end() ? 0 : it->rank;
@@ -203,9 +205,9 @@ TEST_CASE(
       {"llama3-70b", "2xRTX4090", Setup{.mode = Mode::qlora, .seq = 8192}});
   const auto& gpus = test::catalog().gpus;
   const auto short_fixes =
-      advise(*short_seq.model, *short_seq.gpu, short_seq.setup, gpus);
+      advise(*short_seq.model, *short_seq.gpu, short_seq.request, gpus);
   const auto long_fixes =
-      advise(*long_seq.model, *long_seq.gpu, long_seq.setup, gpus);
+      advise(*long_seq.model, *long_seq.gpu, long_seq.request, gpus);
   REQUIRE_FALSE(short_fixes.empty());
   REQUIRE_FALSE(long_fixes.empty());
   auto same_hardware = [](const Fix& f, const Planned& p) {
@@ -231,13 +233,13 @@ TEST_CASE("advice: a combination is offered when no single fix fits",
   // AdamW states cannot fit 320 GB, so one change is never enough.
   const Planned p =
       plan_case({"llama3-70b", "4xA100-80", Setup{.mode = Mode::full}});
-  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const auto fixes = advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
   const auto combo = find_fix(fixes, "combination");
   REQUIRE(combo != fixes.end());
   CHECK(combo->fits);
   CHECK(combo->rank == 1);
   CHECK_THAT(combo->title, Catch::Contains(" + "));
-  const Budget b = memory(*p.model, *combo->gpu, combo->setup);
+  const Budget b = test::budget(*p.model, *combo->gpu, combo->request);
   CHECK(b.total_bytes() == combo->total_bytes);
   CHECK(b.fits());
 }
@@ -250,7 +252,7 @@ TEST_CASE("advice: no fix is offered for what the setup already does",
                                Setup{.mode = Mode::full,
                                      .checkpointing = Checkpointing::full,
                                      .loss = Loss::chunked}});
-  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const auto fixes = advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
   for (const Fix& f : fixes) {
     CHECK(f.id != "flash-attention");
     CHECK(f.id != "chunked-loss");
@@ -264,34 +266,35 @@ TEST_CASE("plan_args: writes the GPUs and only the options that differ",
   const auto& cat = test::catalog();
   const Model& model = find_model(cat, "llama3-70b");
   const Gpu& a100 = find_gpu(cat, "A100-80");
-  CHECK(plan_args("llama3-70b", a100,
-                  resolve_setup(model, Setup{.gpus = 4, .seq = 8192})) ==
+  CHECK(plan_args("llama3-70b", model, a100, Setup{.gpus = 4, .seq = 8192}) ==
         "llama3-70b --gpus 4xA100-80 --seq 8192");
-  CHECK(plan_args("llama3-70b", a100,
-                  resolve_setup(model,
-                                Setup{.gpus = 8,
-                                      .mode = Mode::full,
-                                      .zero = 3,
-                                      .checkpointing = Checkpointing::full})) ==
+  CHECK(plan_args("llama3-70b", model, a100,
+                  Setup{.gpus = 8,
+                        .mode = Mode::full,
+                        .zero = 3,
+                        .checkpointing = Checkpointing::full}) ==
         "llama3-70b --gpus 8xA100-80 --mode full --zero 3 --checkpointing "
         "full");
-  // tp other than the default, vLLM options, QLoRA's default nf4 left out.
-  CHECK(plan_args("llama3-70b", a100,
-                  resolve_setup(model, a100,
-                                Setup{.gpus = 4,
-                                      .engine = Engine::vllm,
-                                      .tp = 2,
-                                      .gpu_util = 0.85,
-                                      .max_model_len = 2048})) ==
+  // tp other than the default and the vLLM options are written; a tp equal
+  // to its default (4 GPUs: tp 4) and QLoRA's default nf4 are left out.
+  CHECK(plan_args("llama3-70b", model, a100,
+                  Setup{.gpus = 4,
+                        .engine = Engine::vllm,
+                        .tp = 2,
+                        .gpu_util = 0.85,
+                        .max_model_len = 2048}) ==
         "llama3-70b --gpus 4xA100-80 --engine vllm --tp 2 --gpu-util 0.85 "
         "--max-model-len 2048");
-  CHECK(plan_args(
-            "llama3-70b", a100,
-            resolve_setup(model,
-                          Setup{.gpus = 2, .mode = Mode::qlora, .seq = 512})) ==
+  CHECK(plan_args("llama3-70b", model, a100, Setup{.gpus = 4, .tp = 4}) ==
+        "llama3-70b --gpus 4xA100-80");
+  CHECK(plan_args("llama3-70b", model, a100,
+                  Setup{.gpus = 2,
+                        .mode = Mode::qlora,
+                        .seq = 512,
+                        .quant = Quant::nf4}) ==
         "llama3-70b --gpus 2xA100-80 --mode qlora --seq 512");
   // A path with a space is quoted for the shell.
-  CHECK(plan_args("my models/config.json", a100, Setup{}) ==
+  CHECK(plan_args("my models/config.json", model, a100, Setup{}) ==
         "'my models/config.json' --gpus 1xA100-80");
 }
 
@@ -299,9 +302,10 @@ TEST_CASE("plan_args: every fix's command line reproduces its total and fit",
           "[advice]") {
   for (const Case& c : cases()) {
     const Planned p = plan_case(c);
-    const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+    const auto fixes =
+        advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
     for (const Fix& f : fixes) {
-      const std::string args = plan_args(c.model, *f.gpu, f.setup);
+      const std::string args = plan_args(c.model, *p.model, *f.gpu, f.request);
       INFO(args);
       auto words = test::words(args);
       words.emplace_back("--json");
@@ -350,7 +354,7 @@ TEST_CASE("time: training compute is 6 N per token plus attention at 40 % MFU",
           "[advice]") {
   const Model m = toy_model();
   const Gpu g = toy_gpu(0);
-  const Setup s = resolve_setup(m, Setup{.mode = Mode::full, .seq = 1024});
+  const Resolved s = resolve(m, g, Setup{.mode = Mode::full, .seq = 1024});
   const StepTime t = estimate_time(m, g, s);
   // N (matmul parameters per token) = 2 layers x (attention 4 x 1024^2 =
   // 4,194,304 + SwiGLU 3 x 1024 x 4096 = 12,582,912) + lm_head 1000 x 1024
@@ -367,16 +371,16 @@ TEST_CASE("time: training compute is 6 N per token plus attention at 40 % MFU",
   CHECK(t.usd_per_mtok == 0);  // no price
 
   // Full recomputation adds a forward: (8 N + 4 a) / (6 N + 3 a) = 4/3.
-  Setup ckpt = s;
+  Resolved ckpt = s;
   ckpt.checkpointing = Checkpointing::full;
   CHECK(estimate_time(m, g, ckpt).compute_s / t.compute_s == Approx(4.0 / 3.0));
   // LoRA computes no weight gradients for the frozen base: 4 N + 3 a.
-  Setup lora = s;
+  Resolved lora = s;
   lora.mode = Mode::lora;
   CHECK(estimate_time(m, g, lora).flops_per_step ==
         Approx((4.0 * 34578432 + 3.0 * 4194304) * 1024));
   // Two micro-batches of gradient accumulation: twice the tokens and time.
-  Setup accum = s;
+  Resolved accum = s;
   accum.grad_accum = 2;
   const StepTime ta = estimate_time(m, g, accum);
   CHECK(ta.tokens_per_step == 2048);
@@ -387,7 +391,7 @@ TEST_CASE("time: decode reads the weights and the KV cache at 80 % bandwidth",
           "[advice]") {
   const Model m = toy_model();
   const Gpu g = toy_gpu(0);
-  const Setup s = resolve_setup(m, Setup{.seq = 1024, .batch = 4});
+  const Resolved s = resolve(m, g, Setup{.seq = 1024, .batch = 4});
   const StepTime t = estimate_time(m, g, s);
   // KV per token: 2 (K, V) x 2 layers x 8 heads x 128 x 2 B = 8,192 B; four
   // sequences at the average context of 512 tokens read 16 MiB per step.
@@ -407,15 +411,16 @@ TEST_CASE("time: decode reads the weights and the KV cache at 80 % bandwidth",
   // A 70B model reads 141 GB per step: memory-bound, far above the floor.
   const auto& cat = test::catalog();
   const Model& big = find_model(cat, "llama3-70b");
-  const StepTime bt = estimate_time(big, find_gpu(cat, "H100"),
-                                    resolve_setup(big, Setup{.gpus = 2}));
+  const Gpu& h100 = find_gpu(cat, "H100");
+  const StepTime bt =
+      estimate_time(big, h100, resolve(big, h100, Setup{.gpus = 2}));
   CHECK(bt.step_s == Approx(bt.memory_s + bt.comm_s));
 }
 
 TEST_CASE("time: a price gives the cost per million tokens", "[advice]") {
   const Model m = toy_model();
   const Gpu g = toy_gpu(0);
-  Setup s = resolve_setup(m, Setup{.gpus = 2, .seq = 1024, .price = 2.5});
+  const Resolved s = resolve(m, g, Setup{.gpus = 2, .seq = 1024, .price = 2.5});
   const StepTime t = estimate_time(m, g, s);
   // $2.50 per GPU-hour x 2 GPUs / (tokens per hour) x 1e6.
   CHECK(t.usd_per_mtok == Approx(2.5 * 2 / (t.tokens_per_s * 3600) * 1e6));
@@ -429,7 +434,7 @@ TEST_CASE("time: mixture of experts counts only the active experts' FLOPs",
   moe.experts_per_tok = 2;
   moe.moe_intermediate_size = 1024;
   const Gpu g = toy_gpu(0);
-  const Setup s = resolve_setup(moe, Setup{.seq = 1024});
+  const Resolved s = resolve(moe, g, Setup{.seq = 1024});
   const ParamCounts p = count_params(moe);
   // Routed experts: 2 layers x 8 x 3 x 1024 x 1024 = 50,331,648, of which a
   // token uses 2 of 8.
@@ -444,12 +449,12 @@ TEST_CASE("time: FSDP over PCIe is communication-bound, over NVLink it is not",
           "[advice]") {
   const auto& cat = test::catalog();
   const Model& model = find_model(cat, "llama3-8b");
-  const Setup s =
-      resolve_setup(model, Setup{.gpus = 8,
-                                 .mode = Mode::full,
-                                 .seq = 1024,
-                                 .zero = 3,
-                                 .checkpointing = Checkpointing::full});
+  const Resolved s = resolve(model, Gpu{},
+                             Setup{.gpus = 8,
+                                   .mode = Mode::full,
+                                   .seq = 1024,
+                                   .zero = 3,
+                                   .checkpointing = Checkpointing::full});
   // Every micro-batch all-gathers 16 GB of bf16 weights twice and
   // reduce-scatters 16 GB of gradients: 7/8 x 48 = 42 GB per GPU. PCIe 4 moves
   // 24 GB/s (75 % of 32): 1.75 s; NVLink 4 340 GB/s: 0.12 s. Compute per GPU:
@@ -477,17 +482,15 @@ TEST_CASE("advice: every catalog model gets fixes that memory() reproduces",
     for (const Setup& base :
          {Setup{.seq = 8192, .batch = 4}, Setup{.mode = Mode::full},
           Setup{.engine = Engine::vllm, .seq = 4096}}) {
-      const Setup s = resolve_setup(model, base);
-      INFO(model.name << ": " << plan_args(model.name, gpu, s));
-      REQUIRE_NOTHROW(validate_setup(model, gpu, s));
-      const Budget b = memory(model, gpu, s);
-      const auto fixes = advise(model, gpu, s, cat.gpus);
+      INFO(model.name << ": " << plan_args(model.name, model, gpu, base));
+      const Budget b = test::budget(model, gpu, base);
+      const auto fixes = advise(model, gpu, base, cat.gpus);
       if (!b.fits()) {
         CHECK_FALSE(fixes.empty());
       }
       for (const Fix& f : fixes) {
         INFO(f.id);
-        const Budget fb = memory(model, *f.gpu, f.setup);
+        const Budget fb = test::budget(model, *f.gpu, f.request);
         CHECK(fb.total_bytes() == f.total_bytes);
         CHECK(fb.fits() == f.fits);
         CHECK((f.total_bytes < b.total_bytes() || (f.fits && !b.fits())));
@@ -507,7 +510,7 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
         plan_case({"llama3-8b", "1xRTX4090",
                    Setup{.engine = Engine::vllm, .gpu_util = 1.0}});
     REQUIRE_FALSE(p.budget.fits());
-    const auto fixes = advise(*p.model, *p.gpu, p.setup, gpus);
+    const auto fixes = advise(*p.model, *p.gpu, p.request, gpus);
     const auto util = find_fix(fixes, "gpu-util");
     REQUIRE(util != fixes.end());
     CHECK(util->fits);
@@ -521,7 +524,7 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
         plan_case({"llama-3.1-70b", "4xL40S",
                    Setup{.engine = Engine::vllm, .max_model_len = 131072}});
     REQUIRE_FALSE(p.budget.fits());
-    const auto fixes = advise(*p.model, *p.gpu, p.setup, gpus);
+    const auto fixes = advise(*p.model, *p.gpu, p.request, gpus);
     REQUIRE_FALSE(fixes.empty());
     // The free knob comes first: the largest max-model-len that fits.
     CHECK(fixes.front().id == "max-model-len");
@@ -531,9 +534,9 @@ TEST_CASE("advice: vLLM start-up failures get vLLM's own knobs and flags",
     CHECK_THAT(fixes.front().engine_flags,
                Catch::StartsWith("--max-model-len "));
     // A slightly longer context no longer fits: the search found the edge.
-    Setup longer = fixes.front().setup;
-    longer.max_model_len += 256;
-    CHECK_FALSE(memory(*p.model, *p.gpu, longer).fits());
+    Setup longer = fixes.front().request;
+    *longer.max_model_len += 256;
+    CHECK_FALSE(fits(*p.model, *p.gpu, longer));
     const auto kv = find_fix(fixes, "fp8-kv-cache");
     REQUIRE(kv != fixes.end());
     CHECK(kv->fits);
@@ -609,7 +612,7 @@ TEST_CASE("plan_args: every option survives the round trip through the CLI",
   };
   for (const Case& c : setups) {
     const Planned p = plan_case(c);
-    const std::string args = plan_args(c.model, *p.gpu, p.setup);
+    const std::string args = plan_args(c.model, *p.model, *p.gpu, p.request);
     INFO(args);
     auto words = test::words(args);
     words.emplace_back("--json");
@@ -647,8 +650,8 @@ TEST_CASE("time: MoE decode reads only the experts its tokens route to",
   const auto& cat = test::catalog();
   const Model& model = find_model(cat, "mixtral-8x7b");
   const Gpu& gpu = find_gpu(cat, "H100");
-  const Setup one = resolve_setup(model, Setup{.gpus = 2, .seq = 1024});
-  Setup many = one;
+  const Resolved one = resolve(model, gpu, Setup{.gpus = 2, .seq = 1024});
+  Resolved many = one;
   many.batch = 256;
   const ParamCounts p = count_params(model);
   const double weights = static_cast<double>(
@@ -678,7 +681,7 @@ TEST_CASE(
       plan_case({"llama3-8b", "1xL40S",
                  Setup{.mode = Mode::lora, .seq = 8192, .batch = 2}});
   REQUIRE_FALSE(p.budget.fits());
-  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const auto fixes = advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
   const bool keeps_sequence =
       std::any_of(fixes.begin(), fixes.end(), [](const Fix& f) {
         return f.fits && f.setup.seq == 8192 &&
@@ -708,7 +711,7 @@ TEST_CASE("advice: a bigger card gets that card's vLLM scheduler default",
                  Setup{.engine = Engine::vllm, .max_model_len = 40960}});
   REQUIRE(p.setup.max_num_batched_tokens == 2048);
   REQUIRE_FALSE(p.budget.fits());
-  const auto fixes = advise(*p.model, *p.gpu, p.setup, test::catalog().gpus);
+  const auto fixes = advise(*p.model, *p.gpu, p.request, test::catalog().gpus);
   const auto bigger = find_fix(fixes, "bigger-gpu");
   REQUIRE(bigger != fixes.end());
   CHECK(bigger->gpu->name == "H200");

@@ -36,10 +36,10 @@ std::vector<const Gpu*> all_gpus() {
 void check_priced(const Model& model, const FitResult& result,
                   double min_headroom_gib) {
   for (const FitPlan& p : result.plans) {
-    INFO(plan_args(model.name, *p.gpu, p.setup));
+    INFO(plan_args(model.name, model, *p.gpu, p.request));
     REQUIRE(p.gpu != nullptr);
-    CHECK_NOTHROW(validate_setup(model, *p.gpu, p.setup));
-    const Budget b = memory(model, *p.gpu, p.setup);
+    CHECK_FALSE(check(model, *p.gpu, p.request));
+    const Budget b = test::budget(model, *p.gpu, p.request);
     CHECK(b.total_bytes() == p.total_bytes);
     CHECK(b.headroom_bytes() == p.headroom_bytes);
     CHECK(b.fits());
@@ -122,7 +122,7 @@ TEST_CASE("search: constraints bound GPUs, offload, quantization and batch",
     REQUIRE_FALSE(result.plans.empty());
     for (const FitPlan& p : result.plans) {
       CHECK(p.setup.quant == Quant::none);
-      CHECK_FALSE(p.setup.kv_dtype.has_value());
+      CHECK(p.setup.kv_dtype == p.setup.dtype);
     }
     // With quantization allowed, a smaller deployment becomes possible.
     limits.no_quant = false;
@@ -185,7 +185,7 @@ TEST_CASE("search: the JSON document follows oomplan.fit/1", "[search]") {
     const auto& j = doc.at("plans").at(i);
     const FitPlan& p = result.plans[i];
     CHECK(j.at("rank") == i + 1);
-    CHECK(j.at("args") == plan_args("llama3-8b", *p.gpu, p.setup));
+    CHECK(j.at("args") == plan_args("llama3-8b", model, *p.gpu, p.request));
     CHECK(j.at("gpu").at("name") == "A100-80");
     CHECK(j.at("gpu").at("count") == p.setup.total_gpus());
     CHECK(j.at("setup").at("mode") == "lora");
@@ -214,7 +214,8 @@ TEST_CASE("search: each plan's command line reproduces it through the CLI",
         fit(model, gpus_named({"A100-80", "L40S", "RTX4090"}), base, limits);
     REQUIRE_FALSE(result.plans.empty());
     for (const FitPlan& p : result.plans) {
-      const std::string args = plan_args("llama3-70b", *p.gpu, p.setup);
+      const std::string args =
+          plan_args("llama3-70b", model, *p.gpu, p.request);
       INFO(args);
       auto words = test::words(args);
       words.emplace_back("--json");

@@ -1,9 +1,9 @@
 #pragma once
 
-// The numeric core: pure functions from (Model, Gpu, Setup) to a Budget of
-// named components for the most loaded GPU. No I/O, no globals, no exceptions
-// for expected cases: inputs were validated at the edge (catalog, cli), which
-// also bounds them so no byte count overflows.
+// The numeric core: pure functions from (Model, Gpu, Resolved) to a Budget of
+// named components for the most loaded GPU. No I/O, no globals, no exceptions:
+// inputs were resolved and checked by the plan pipeline (plan.hpp) and bounded
+// by the option table, so no byte count overflows.
 
 #include "oomplan/gpu.hpp"
 #include "oomplan/model.hpp"
@@ -82,12 +82,18 @@ enum class Warning : unsigned {
                          << 4,  // paged optimizer states live in unified memory
   fp8_emulated = 1U << 5,  // fp8 requested on a card without fp8 tensor cores
   host_memory = 1U << 6,   // offload needs host RAM (host_bytes)
-  low_headroom = 1U << 7,  // fits with < 5 % headroom
+  low_headroom = 1U << 7,  // fits with < k_low_headroom_share free
   flash_unsupported =
       1U << 8,  // flash attention needs compute capability >= 8.0
 };
 
 inline constexpr std::size_t k_max_components = 10;
+
+// A plan that fits with less than this share of the card free gets the
+// low-headroom warning: a longer prompt, a larger batch or the allocator's
+// fragmentation beyond its mean then runs out of memory (the seed articles'
+// rule of thumb of keeping 5 % spare).
+inline constexpr double k_low_headroom_share = 0.05;
 
 // Ceiling of any one component (2^56 B = 64 PiB, beyond any cluster): terms
 // computed in double saturate here so ten of them still sum within int64 at
@@ -133,25 +139,14 @@ struct Budget {
   }
 };
 
-// Fills defaults that depend on the model or GPU count (tp, max_model_len,
-// quant for qlora, vLLM batched tokens). Pure; REQUIRES a validated setup.
-Setup resolve_setup(const Model& model, const Setup& setup);
+// The plan for one resolved setup (plan.hpp resolve() and check()): the most
+// loaded GPU's budget.
+Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup);
 
-// As above with the card known: vLLM V1's default scheduler budget for the
-// OpenAI server follows the card (engine/arg_utils.py get_batch_defaults):
-// 8192 tokens on cards of 70 GiB and more except the A100, else 2048.
-Setup resolve_setup(const Model& model, const Gpu& gpu, const Setup& setup);
-
-// That V1 default for one card: 8192 or 2048 tokens.
+// vLLM V1's default scheduler budget for the OpenAI server on one card
+// (engine/arg_utils.py get_batch_defaults): 8192 tokens on cards of 70 GiB
+// and more except the A100, else 2048.
 std::int64_t vllm_default_batched_tokens(const Gpu& gpu);
-
-// The plan for one setup: the most loaded GPU's budget. REQUIRES
-// resolve_setup() was applied and the setup validated (validate_setup).
-Budget memory(const Model& model, const Gpu& gpu, const Setup& setup);
-
-// Checks a resolved setup against the model (tp divides heads, pp <= layers,
-// zero 0-3, lora only with training, ...). Throws Error with the valid values.
-void validate_setup(const Model& model, const Gpu& gpu, const Setup& setup);
 
 // --- Terms shared by several modes (memory_common.cpp)
 // ----------------------------------
@@ -172,17 +167,17 @@ struct WeightShare {
   // and so its weight padding (0: the Hopper default).
   int compute_capability = 0;
 };
-Bytes weight_bytes(const Model& model, const Setup& setup,
+Bytes weight_bytes(const Model& model, const Resolved& setup,
                    const WeightShare& share);
 
 // KV-cache bytes per token on one GPU for layers [begin, end) (no window cap),
 // in kv dtype.
-Bytes kv_bytes_per_token(const Model& model, const Setup& setup,
+Bytes kv_bytes_per_token(const Model& model, const Resolved& setup,
                          std::int64_t layer_begin, std::int64_t layer_end);
 
 // KV-cache bytes on one GPU for `batch` sequences of `seq` tokens, sliding
 // layers capped at the window.
-Bytes kv_cache_bytes(const Model& model, const Setup& setup,
+Bytes kv_cache_bytes(const Model& model, const Resolved& setup,
                      std::int64_t layer_begin, std::int64_t layer_end,
                      std::int64_t batch, std::int64_t seq);
 
@@ -190,6 +185,6 @@ Bytes kv_cache_bytes(const Model& model, const Setup& setup,
 // when GPUs talk: training with more than one GPU in total, inference with
 // tp x pp > 1 (not data-parallel replicas nor --split layers). Setup's
 // overhead_gib >= 0 replaces the whole figure.
-Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup);
+Bytes runtime_overhead_bytes(const Gpu& gpu, const Resolved& setup);
 
 }  // namespace oomplan

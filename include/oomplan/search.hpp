@@ -5,28 +5,33 @@
 // candidate is priced by memory(); keep the Pareto front on (GPUs, estimated
 // step time, headroom).
 
-#include "oomplan/advice.hpp"
 #include "oomplan/gpu.hpp"
 #include "oomplan/memory.hpp"
 #include "oomplan/model.hpp"
 #include "oomplan/setup.hpp"
+#include "oomplan/time.hpp"
 
 #include <vector>
 
 namespace oomplan {
 
+// The largest GPU count sizing without --gpus and the advisor try, and fit's
+// default bound (8 nodes of 8 GPUs); `oomplan fit --max-gpus` goes further.
+inline constexpr int k_sizing_max_gpus = 64;
+
 struct FitConstraints {
-  double min_headroom_gib = 0;    // --min-headroom, GiB per GPU
-  int max_gpus = 64;              // --max-gpus: total GPUs, all nodes
-  bool no_offload = false;        // --no-offload: never CPU offload
-  bool no_quant = false;          // --no-quant: no weight or KV quantization
-  std::int64_t global_batch = 0;  // --global-batch sequences; 0: free
-  int top = 10;                   // --top: plans returned
+  double min_headroom_gib = 0;       // --min-headroom, GiB per GPU
+  int max_gpus = k_sizing_max_gpus;  // --max-gpus: total GPUs, all nodes
+  bool no_offload = false;           // --no-offload: never CPU offload
+  bool no_quant = false;             // --no-quant: no weight or KV quantization
+  std::int64_t global_batch = 0;     // --global-batch sequences; 0: free
+  int top = 10;                      // --top: plans returned
 };
 
 struct FitPlan {
   const Gpu* gpu = nullptr;
-  Setup setup;  // resolved; plan_args(model_arg, *gpu, setup) reruns it
+  Setup request;   // as asked: plan_args(model_arg, model, *gpu, request)
+  Resolved setup;  // resolved
   Bytes total_bytes = 0;
   Bytes headroom_bytes = 0;
   bool fits = false;
