@@ -65,6 +65,7 @@ struct Dims {
   double d = 2;  // bytes of one activation element (--dtype)
   double t = 1;  // tensor parallel
   bool sp = false;
+  double cp = 1;  // context parallel: tokens are this GPU's share
 };
 
 // Which saved tensors a layer keeps: a frozen linear (LoRA/QLoRA without an
@@ -79,6 +80,8 @@ struct Needs {
   double up_in = 1;  // copies of gate/up's (or fc1's) input: the second norm's
                      // output
   bool down_in = true;
+  double down_copies = 0;  // extra 16-bit copies of down_proj's input
+  double mlp_bytes = 0;    // element bytes of gate/up/act (0: the dtype)
 };
 
 // Bits of `targets` set in `mask`.
@@ -104,7 +107,26 @@ Needs needs_of(const Resolved& setup) {
     // torch.is_autocast_enabled()), so the adapters save that same tensor.
     // torchtune's torchao linear_nf4 (pure precision) saves only the NF4
     // weight, so its frozen linears keep no input.
-    return {.norm_weight = false};
+    if (!setup.prepare_kbit) {
+      return {.norm_weight = false};
+    }
+    // peft utils/other.py prepare_model_for_kbit_training casts every
+    // non-Params4bit parameter to fp32: the fp32 embedding makes the residual
+    // stream and the norm outputs fp32. bnb.nn.Linear4bit.forward casts its
+    // input to the compute dtype (x.to(self.compute_dtype): one 16-bit copy
+    // per projection, each saved by MatMul4Bit) and its output back to fp32
+    // (.to(inp_dtype)), so gate, up and SiLU keep fp32 tensors; under
+    // autocast each adapter's lora_A casts the fp32 input to its own 16-bit
+    // copy. The attention output is 16-bit again (flash/SDPA run in the
+    // compute dtype), shared by o_proj and its adapter.
+    const unsigned t = setup.lora_targets;
+    return {.norm_weight = false,
+            .qkv_in = 3.0 + targeted(t, k_lora_q | k_lora_k | k_lora_v),
+            .o_in = true,
+            .up_in = 2.0 + targeted(t, k_lora_gate | k_lora_up),
+            .down_in = true,
+            .down_copies = (t & k_lora_down) != 0 ? 1.0 : 0.0,
+            .mlp_bytes = 4.0};
   }
   const unsigned t = setup.lora_targets;
   const double qkv = targeted(t, k_lora_q | k_lora_k | k_lora_v);
@@ -232,12 +254,16 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
   // product for down_proj (4 x I). torch.compile fuses SiLU and the product
   // and recomputes act(gate(x)) in backward (3 x I). A plain GELU MLP saves
   // the GELU input and output (Korthikanti: 8sbh + 8sbh at I = 4h).
+  const double md = needs.mlp_bytes > 0 ? needs.mlp_bytes : d;
+  const double down_extra = needs.down_copies * d;
   auto mlp = [&](double inter, bool down_weight_trains) {
     if (model.mlp == MlpKind::gated) {
-      const double act = setup.compile ? 0.0 : d * inter;
-      return 2.0 * d * inter + act + (down_weight_trains ? d * inter : 0.0);
+      const double act = setup.compile ? 0.0 : md * inter;
+      return 2.0 * md * inter + act + (down_weight_trains ? d * inter : 0.0) +
+             down_extra * inter;
     }
-    return d * inter + (down_weight_trains ? d * inter : 0.0);
+    return md * inter + (down_weight_trains ? d * inter : 0.0) +
+           down_extra * inter;
   };
   if (!moe) {
     shard += mlp(as_double(model.intermediate_size), needs.down_in);
@@ -277,8 +303,14 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
 // wq, wv, w1 and w2 are saved. Under TP the rowwise w2 product is a full
 // partial sum (not sharded) and, with sequence parallelism, both
 // reduce-scatter outputs are saved too. MoE layers follow the same pattern
-// per routed copy (the router gate is force-recomputed).
-double op_saved_bytes(const Model& model, const Dims& dm, bool moe) {
+// per routed copy (the router gate is force-recomputed). With torchao float8
+// linears every projection runs aten._scaled_mm, which current torchtitan
+// saves unconditionally (it is one of functorch's compute_intensive_ops and
+// not counted among the alternating mm/linear), so all seven outputs stay
+// (torchtitan v0.1.0's shorter list saved none of them).
+double op_saved_bytes(const Model& model, const Resolved& setup, const Dims& dm,
+                      bool moe) {
+  const bool f8 = setup.float8;
   const double d = dm.d;
   const double h = dm.h;
   const double heads = as_double(model.num_heads);
@@ -292,15 +324,17 @@ double op_saved_bytes(const Model& model, const Dims& dm, bool moe) {
   }
   const double rep_div = dm.sp ? dm.t : 1.0;
   double rep = d * h / rep_div;  // the checkpointed block input
-  if (dm.t > 1) {
-    rep += d * h;                             // w2's rowwise partial sum
-    rep += dm.sp ? 2.0 * d * h / dm.t : 0.0;  // reduce-scatter outputs
-  } else {
-    rep += d * h;  // w2's output
+  // w2's output (under TP the rowwise partial sum, full size); float8 also
+  // wo's.
+  rep += (f8 ? 2.0 : 1.0) * d * h;
+  if (dm.t > 1 && dm.sp) {
+    rep += 2.0 * d * h / dm.t;  // reduce-scatter outputs
   }
-  // wq, wv, the attention output and its logsumexp (fp32, one per head).
-  double shard = d * (q_dim + kv_dim + o_dim) + 4.0 * heads;
-  auto mlp = [&](double inter) { return d * inter; };  // w1 (w3 recomputed)
+  // wq, wv (float8: wk too), the attention output and its logsumexp (fp32,
+  // one per head).
+  double shard = d * (q_dim + (f8 ? 2.0 : 1.0) * kv_dim + o_dim) + 4.0 * heads;
+  // w1 (w3 recomputed; float8: saved too)
+  auto mlp = [&](double inter) { return (f8 ? 2.0 : 1.0) * d * inter; };
   if (!moe) {
     shard += mlp(as_double(model.intermediate_size));
   } else {
@@ -341,9 +375,21 @@ double layer_backward_bytes(const Model& model, const Resolved& setup,
     q_dim = as_double(model.num_heads *
                       (model.qk_nope_head_dim + model.qk_rope_head_dim));
   }
-  const double attn = setup.attn == Attn::eager
-                          ? 0.0
-                          : q_dim * (dm.d + 4.0 + dm.d) + 2.0 * q_dim * dm.d;
+  double attn = setup.attn == Attn::eager
+                    ? 0.0
+                    : q_dim * (dm.d + 4.0 + dm.d) + 2.0 * q_dim * dm.d;
+  if (dm.cp > 1) {
+    // Context parallelism (torch distributed/tensor/experimental/
+    // _attention.py, torchtitan's default rotate method "allgather"): each
+    // rank all-gathers the keys and values of the whole sequence (cp x its
+    // own) and accumulates their gradients in fp32 before reduce-scattering
+    // them back (_templated_ring_attention_backward).
+    const double kv_dim =
+        model.kv_lora_rank > 0
+            ? q_dim
+            : 2.0 * as_double(model.num_kv_heads * model.head_dim);
+    attn += dm.cp * kv_dim * (dm.d + 4.0);
+  }
   return dm.tokens * std::max(mlp, attn) / dm.t;
 }
 
@@ -526,7 +572,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
                         const ParamCounts& counts, int stage) {
   const int pp = setup.pp;
   const double t = setup.tp;
-  const double dp = std::max(1, setup.dp());
+  // FSDP and gradient reduction span data and context parallel ranks
+  // (torchtitan parallelize: dp_mesh_dim_names ("dp_shard_cp",)).
+  const double dp = std::max(1, setup.dp()) * setup.cp;
   const int zero = setup.zero;
   const bool full = setup.mode == Mode::full;
   const bool first = stage == 0;
@@ -592,8 +640,20 @@ StageResult train_stage(const Model& model, const Resolved& setup,
                             .layer_end = end,
                             .embedding = first,
                             .lm_head = last};
-    const double w =
-        as_double(weight_bytes(model, setup, share)) / (zero >= 3 ? dp : 1.0);
+    double w = as_double(weight_bytes(model, setup, share));
+    if (setup.prepare_kbit) {
+      // prepare_model_for_kbit_training: the unquantized parameters
+      // (embedding, lm_head, norms) become fp32.
+      const double norms =
+          (as_double(model.norms_per_layer) * as_double(end - begin) +
+           (last ? 1.0 : 0.0)) *
+          as_double(model.hidden_size);
+      const double vocab = ((first ? embed : 0.0) + (last ? head : 0.0) +
+                            (pp > 1 && last && head == 0 ? embed : 0.0)) /
+                           t;
+      w += (vocab + norms) * (4.0 - d);
+    }
+    w /= zero >= 3 ? dp : 1.0;
     (offload_params ? w_host : w_gpu) = w;
     double adapters = 0;
     for (std::int64_t l = begin; l < end; ++l) {
@@ -653,7 +713,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
 
   // --- Activations (Korthikanti et al. 2022 §4), per micro-batch.
   Dims dm;
-  dm.tokens = as_double(setup.batch) * as_double(setup.seq);
+  // Context parallelism shards every sequence over cp ranks.
+  dm.tokens = as_double(setup.batch) * as_double(setup.seq) / setup.cp;
+  dm.cp = setup.cp;
   dm.seq = as_double(setup.seq);
   dm.h = as_double(model.hidden_size);
   dm.d = d;
@@ -668,7 +730,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   for (std::int64_t l = begin; l < end; ++l) {
     const bool moe = is_moe_layer(model, l);
     const double a = layer_activation_bytes(model, setup, dm, moe);
-    const double o = op_saved_bytes(model, dm, moe);
+    const double o = op_saved_bytes(model, setup, dm, moe);
     a_all += a;
     op_all += o;
     a_layer = std::max(a_layer, a);
@@ -695,7 +757,10 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // holders instead of tensors and the closure keeps the inputs. Either way
   // the backward of one layer re-runs its forward with grad and holds all of
   // its saved tensors, so both are `full` here.
-  const double layer_input = dm.tokens * d * dm.h / (dm.sp ? t : 1.0);
+  // prepare_model_for_kbit_training's fp32 embedding makes the residual
+  // stream, and so every layer's input, fp32.
+  const double stream = setup.prepare_kbit ? 4.0 : d;
+  const double layer_input = dm.tokens * stream * dm.h / (dm.sp ? t : 1.0);
   // DeepSpeed activation checkpointing (runtime/activation_checkpointing/
   // checkpointing.py CheckpointFunction.forward): partition_activations keeps
   // 1/mp of each checkpointed input per tensor-parallel rank
@@ -874,7 +939,16 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // Inside the layers, before any logits exist: under full checkpointing a
   // layer's forward saves nothing, only its working set lives while it runs
   // (and is freed before the output projection).
+  // prepare_model_for_kbit_training leaves an fp32 lm_head: under autocast
+  // each call casts its weight to 16 bits (not cached: autocast caches leaf
+  // parameters that require grad only) and the matmul saves that copy for
+  // the backward of its input.
+  const double head_cast =
+      (setup.prepare_kbit && last) ? (head > 0 ? head : embed) * d / t : 0.0;
+  fwd.buffers += head_cast;
+
   Parts fwd_layer = fwd;
+  fwd_layer.buffers -= head_cast;
   fwd_layer.logits = 0;
   fwd_layer.activations = stored + (recomputes_layers ? bwd_layer : 0.0);
 
@@ -898,6 +972,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // for the embedding's contribution; an untied head has stepped and freed
   // its gradient.
   Parts bwd_top = fwd;
+  bwd_top.buffers -= head_cast;
   bwd_top.logits = 0;
   const bool tied = head == 0 && pp == 1;
   bwd_top.gradients = (setup.optimizer_in_bwd && !tied)
@@ -906,6 +981,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   bwd_top.activations = stored + recompute + bwd_layer;
 
   Parts bwd_end = fwd;
+  bwd_end.buffers -= head_cast;
   bwd_end.logits = 0;
   bwd_end.gradients = g_step + ddp_copy;
   // The bottom layer's activations (saved or recomputed) live until its own

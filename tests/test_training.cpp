@@ -900,3 +900,141 @@ TEST_CASE("training: flash attention's backward working set can dominate",
   REQUIRE(b.peak.phase == Phase::backward);
   CHECK(b.bytes_of("activations") == 135'168LL * 4096);
 }
+
+TEST_CASE("training: context parallelism shards tokens and model states",
+          "[training][cp]") {
+  const Model m = llama32_1b();
+  const Gpu g = card("H100", 79.19);
+  // cp 2 on 2 GPUs with FSDP: each GPU holds half of an 8192-token sequence
+  // and half of the model states (torchtitan shards over dp x cp).
+  Setup s{.gpus = 2,
+          .mode = Mode::full,
+          .seq = 8192,
+          .fsdp = true,
+          .precision = Precision::pure};
+  s.cp = 2;
+  const Budget cp = plan(m, g, s);
+  // The same share without CP: 4096 tokens, FSDP over two data-parallel
+  // GPUs. No checkpointing: the peak is the start of backward, where the
+  // ring's working set does not count.
+  s.cp = 1;
+  s.seq = 4096;
+  const Budget dp = plan(m, g, s);
+  REQUIRE(cp.peak.phase == dp.peak.phase);
+  CHECK(cp.bytes_of("activations") == dp.bytes_of("activations"));
+  CHECK(cp.bytes_of("logits") == dp.bytes_of("logits"));
+  CHECK(cp.bytes_of("weights") == dp.bytes_of("weights"));
+  CHECK(cp.bytes_of("optimizer") == dp.bytes_of("optimizer"));
+}
+
+TEST_CASE("training: the CP ring gathers every rank's keys and values",
+          "[training][cp]") {
+  // The narrow-MLP model of the flash-attention test above, cp 2 over
+  // 8192 tokens: 4096 per GPU.
+  Model m = llama32_1b();
+  m.intermediate_size = 1024;
+  m.vocab_size = 8192;
+  const Gpu g = card("H100", 79.19);
+  Setup s{.gpus = 2,
+          .mode = Mode::lora,
+          .seq = 8192,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::pure,
+          .compile = true,
+          .loss = Loss::chunked};
+  s.cp = 2;
+  // As there, 65,536 + 8,192 + 36,864 per local token, and the attention
+  // backward's 24,576 plus the all-gathered K and V of both ranks with
+  // their fp32 gradients: cp 2 x (512 + 512) x (2 + 4) = 12,288.
+  // 147,456 B x 4096.
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("activations") == 147'456LL * 4096);
+}
+
+TEST_CASE("training: float8 linears make per-op SAC save every projection",
+          "[training][float8]") {
+  const Model m = llama2_7b();
+  Gpu g = card("H100", 79.19);
+  g.compute_capability = 90;
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .checkpointing = Checkpointing::op,
+          .precision = Precision::pure};
+  s.float8 = true;
+  // aten._scaled_mm is always saved: the 63,104 B of the bf16 test plus
+  // wk (8,192), wo (8,192) and w3 (22,016) = 101,504 B per token and
+  // layer; x 8192 x 32 = 26,608,664,576, final norm 268,435,456.
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("activations") == 26'608'664'576 + 268'435'456);
+  // Under full checkpointing float8 changes nothing that is kept: torchao
+  // >= 0.9 saves the high-precision input and weight and re-casts them.
+  s.checkpointing = Checkpointing::full;
+  const Budget f8 = plan(m, g, s);
+  s.float8 = false;
+  CHECK(plan(m, g, s).peak.allocated_bytes == f8.peak.allocated_bytes);
+}
+
+TEST_CASE("training: prepare_model_for_kbit_training upcasts to fp32",
+          "[training][qlora]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::qlora, .seq = 2048, .lora_targets = k_lora_all};
+  const Budget plain = plan(m, g, s);
+  s.prepare_kbit = true;
+  const Budget prepared = plan(m, g, s);
+  // fp32 embedding and lm_head (32000 x 4096 each) and norms (65 x 4096):
+  // (262,144,000 + 266,240) x (4 - 2) B = 524,820,480 more weights.
+  CHECK(prepared.bytes_of("weights") - plain.bytes_of("weights") ==
+        524'820'480);
+  // Per token and layer, no checkpointing: norms keep the fp32 input
+  // (2 x 4 x 4096 = 32,768); q, k, v each keep Linear4bit's 16-bit cast and
+  // the adapter's (6 x 8,192 = 49,152), gate and up likewise (4 x 8,192 =
+  // 32,768); q, k, v, the attention output and o_proj's input 40,960; fp32
+  // gate, SiLU and up (3 x 4 x 11,008 = 132,096) and two 16-bit copies of
+  // down_proj's input (44,032): 331,776 B; x 2048 x 32 = 21,743,271,936,
+  // plus the final norm 6 B x 4096 x 2048 = 50,331,648.
+  REQUIRE(prepared.peak.phase == Phase::backward);
+  CHECK(prepared.bytes_of("activations") == 21'743'271'936 + 50'331'648);
+  // The lm_head's 16-bit cast is saved for backward: 32000 x 4096 x 2 B.
+  CHECK(prepared.bytes_of("buffers") - plain.bytes_of("buffers") ==
+        262'144'000);
+  // Full checkpointing keeps fp32 layer inputs: 32 x 2048 x 4 B x 4096.
+  s.checkpointing = Checkpointing::full;
+  const Budget ckpt = plan(m, g, s);
+  s.prepare_kbit = false;
+  const Budget ckpt_plain = plan(m, g, s);
+  REQUIRE(ckpt.peak.phase == ckpt_plain.peak.phase);
+  CHECK(ckpt.bytes_of("activations") > ckpt_plain.bytes_of("activations"));
+}
+
+TEST_CASE("training: the new options are one row each and re-run",
+          "[training][options]") {
+  using test::run_cli;
+  // --cp and --float8 come back in the fix lines and the JSON setup.
+  const auto ok =
+      run_cli({"llama-3.1-8b", "--gpus", "8xH100", "--mode", "full", "--seq",
+               "8192", "--fsdp", "--cp", "2", "--float8", "--checkpointing",
+               "op", "--loss", "upcast", "--json"});
+  REQUIRE(ok.code <= 1);
+  const auto doc = nlohmann::json::parse(ok.out);
+  CHECK(doc.at("setup").at("cp") == 2);
+  CHECK(doc.at("setup").at("dp") == 4);
+  CHECK(doc.at("setup").at("float8") == true);
+  CHECK(doc.at("setup").at("checkpointing") == "op");
+  CHECK(doc.at("setup").at("loss") == "upcast");
+  // Validation, one line each.
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "8xH100", "--mode", "full", "--seq",
+                 "8192", "--cp", "3"})
+            .err ==
+        "oomplan: error: --seq 8192 does not split into 2 x --cp 3 equal "
+        "chunks; use a --seq divisible by 6\n");
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "8xH100", "--cp", "2"}).code == 2);
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "1xA100-80", "--mode", "full",
+                 "--float8"})
+            .code == 2);
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "1xH100", "--mode", "lora",
+                 "--prepare-kbit"})
+            .code == 2);
+}

@@ -82,6 +82,7 @@ struct Setup {
   std::optional<Dtype> kv_dtype{};  // nullopt: auto (= dtype)
   std::optional<int> tp{};  // nullopt: infer -> GPUs per node / pp, train -> 1
   int pp = 1;
+  int cp = 1;  // context parallel: the sequence sharded over cp ranks
   bool split_layers = false;  // transformers device_map="auto"
   bool sequence_parallel = false;
   // Training.
@@ -93,6 +94,8 @@ struct Setup {
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adamw;
   bool compile = false;
+  bool float8 = false;        // torchao float8 linears (torchtitan)
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
   bool optimizer_in_bwd = false;
@@ -133,6 +136,7 @@ struct Resolved {
   Dtype kv_dtype = Dtype::bf16;
   int tp = 1;
   int pp = 1;
+  int cp = 1;  // context parallel: the sequence sharded over cp ranks
   bool split_layers = false;
   bool sequence_parallel = false;
   // Training.
@@ -144,6 +148,8 @@ struct Resolved {
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adamw;
   bool compile = false;
+  bool float8 = false;        // torchao float8 linears (torchtitan)
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
   bool optimizer_in_bwd = false;
@@ -163,7 +169,7 @@ struct Resolved {
   std::optional<double> price{};
 
   int total_gpus() const { return gpus * nodes; }
-  int dp() const { return total_gpus() / (tp * pp); }
+  int dp() const { return total_gpus() / (tp * pp * cp); }
   bool training() const { return mode != Mode::infer; }
 };
 
