@@ -194,7 +194,7 @@ def loss_for_transformers(version):
 
 def oomplan_args(args, config_dir, gpu):
     a = [config_dir, "--gpus", f"1x{gpu}", "--mode", args.mode, "--seq", str(args.seq),
-         "--batch", str(args.batch), "--dtype", args.dtype, "--attn", args.attn, "--json"]
+         "--batch", str(args.batch), "--dtype", args.dtype, "--attn", args.attn]
     if args.mode != "infer":
         loss = args.loss
         if loss == "auto":
@@ -218,18 +218,18 @@ def versions_cache():
 
 
 def predict(args, config_dir, gpu):
-    cmd = [args.oomplan] + oomplan_args(args, config_dir, gpu)
+    cmd = [args.oomplan] + oomplan_args(args, config_dir, gpu) + ["--json"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 1):
         return {"error": out.stderr.strip(), "command": " ".join(cmd),
-                "args": oomplan_args(args, "CONFIG", gpu)[1:-1]}
+                "args": oomplan_args(args, "CONFIG", gpu)[1:]}
     plan = json.loads(out.stdout)
     peak = plan.get("peak", {})
     return {"allocated_bytes": peak.get("allocated_bytes"), "reserved_bytes": peak.get("reserved_bytes"),
             "device_bytes": peak.get("device_bytes", plan.get("total_bytes")), "phase": peak.get("phase"),
             "fits": plan.get("fits"), "components": {c["name"]: c["bytes"] for c in plan.get("components", [])},
             "command": " ".join(["oomplan"] + oomplan_args(args, "CONFIG", gpu)),
-            "args": oomplan_args(args, "CONFIG", gpu)[1:-1]}
+            "args": oomplan_args(args, "CONFIG", gpu)[1:]}
 
 
 def lora_modules(text):
