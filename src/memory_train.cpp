@@ -93,7 +93,22 @@ double targeted(unsigned targets, unsigned mask) {
   return n;
 }
 
+// amp computes on fp32 tensors (residual stream, norms) only where the
+// parameters reach the layers in fp32: FSDP and ZeRO-3 gather them in the
+// 16-bit param_dtype (FSDP MixedPrecision), so the stream stays 16-bit.
+bool amp_compute(const Resolved& setup) {
+  return setup.precision == Precision::amp && setup.zero < 3 &&
+         dtype_bytes(setup.dtype) < 4;
+}
+
 Needs needs_of(const Resolved& setup) {
+  if (setup.mode == Mode::full && amp_compute(setup)) {
+    // torch.autocast casts activations afresh at every op (at::autocast
+    // cached_cast caches only leaf tensors that require grad, i.e. the
+    // weights), so q, k and v each save their own 16-bit copy of the fp32
+    // norm output, gate and up of theirs.
+    return {.qkv_in = 3.0, .up_in = 2.0};
+  }
   if (setup.mode == Mode::full) {
     return {};
   }
@@ -131,7 +146,9 @@ Needs needs_of(const Resolved& setup) {
   const unsigned t = setup.lora_targets;
   const double qkv = targeted(t, k_lora_q | k_lora_k | k_lora_v);
   const double up = targeted(t, k_lora_gate | k_lora_up);
-  if (setup.precision == Precision::mixed) {
+  // DeepSpeed (module.bfloat16()) and FSDP's MixedPrecision run the
+  // adapters in 16 bits, where the cast is a no-op.
+  if (setup.precision != Precision::pure && setup.zero == 0) {
     // PEFT >= 0.12 keeps adapters in fp32 (get_peft_model
     // autocast_adapter_dtype=True) and casts each adapter's input to them
     // (peft/tuners/lora/layer.py Linear.forward: x =
@@ -230,7 +247,9 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
   // Per token, replicated under TP (norms, their outputs, dropout masks).
   const bool dropout = has_dropout(model);
   const double norms = as_double(model.norms_per_layer);
-  double rep = norms * norm_saved(model, setup, needs, d) * h;
+  // Under amp the residual stream, the norms and their outputs are fp32.
+  const double sd = amp_compute(setup) ? 4.0 : d;
+  double rep = norms * norm_saved(model, setup, needs, sd) * h;
   rep += needs.qkv_in * d * h;
   rep += model.parallel_block ? 0.0 : needs.up_in * d * h;
   rep += dropout ? 2.0 * h : 0.0;  // residual dropout masks, 1 B each
@@ -458,7 +477,7 @@ LossBytes loss_bytes(const Resolved& setup) {
 // states whatever the parameter dtype; SGD one momentum buffer; Adafactor
 // (transformers, beta1 None) fp32 row and column factors of v.
 double state_bytes_per_param(const Resolved& setup, double hidden) {
-  const double pd = setup.precision == Precision::mixed
+  const double pd = setup.precision != Precision::pure
                         ? 4.0
                         : static_cast<double>(dtype_bytes(setup.dtype));
   switch (setup.optimizer) {
@@ -584,6 +603,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   const std::int64_t end = stage_begin(n_layers, pp, stage + 1);
   const double d = dtype_bytes(setup.dtype);
   const bool mixed16 = setup.precision == Precision::mixed && d < 4.0;
+  const bool amp = setup.precision == Precision::amp;
   const bool offload_opt =
       setup.offload == Offload::optimizer || setup.offload == Offload::all;
   const bool offload_params = zero >= 3 && (setup.offload == Offload::params ||
@@ -630,7 +650,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   double train_w_bytes = d;  // bytes of one trainable weight
   if (full) {
     trainable = stage_params;
-    const double w = stage_params * d / (zero >= 3 ? dp : 1.0);
+    // amp (torch.autocast over fp32 parameters, HF Trainer bf16=True on a
+    // model loaded in fp32): the parameters themselves are fp32.
+    const double w = stage_params * (amp ? 4.0 : d) / (zero >= 3 ? dp : 1.0);
     (offload_params ? w_host : w_gpu) = w;
   } else {
     // Frozen base through the shared weight term (NF4 + double quantization
@@ -640,7 +662,11 @@ StageResult train_stage(const Model& model, const Resolved& setup,
                             .layer_end = end,
                             .embedding = first,
                             .lm_head = last};
-    double w = as_double(weight_bytes(model, setup, share));
+    Resolved base = setup;
+    if (amp) {
+      base.dtype = Dtype::fp32;  // the frozen base as loaded, fp32
+    }
+    double w = as_double(weight_bytes(model, base, share));
     if (setup.prepare_kbit) {
       // prepare_model_for_kbit_training: the unquantized parameters
       // (embedding, lm_head, norms) become fp32.
@@ -666,7 +692,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     trainable = adapters / t;
     // PEFT keeps adapters in fp32 when the base is 16-bit
     // (autocast_adapter_dtype); torchtune (pure) keeps them in the dtype.
-    train_w_bytes = setup.precision == Precision::mixed ? 4.0 : d;
+    train_w_bytes = setup.precision != Precision::pure ? 4.0 : d;
     const double a = trainable * train_w_bytes / (zero >= 3 ? dp : 1.0);
     (offload_params ? w_host : w_gpu) += a;
   }
@@ -681,7 +707,8 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   const bool bf16_optimizer = full && zero == 1 && !setup.fsdp &&
                               setup.dtype == Dtype::bf16 &&
                               setup.precision == Precision::mixed;
-  const double g_elem = bf16_optimizer ? 4.0 : (full ? d : train_w_bytes);
+  const double g_elem =
+      (bf16_optimizer || (full && amp)) ? 4.0 : (full ? d : train_w_bytes);
   double g_full = trainable * g_elem / (zero >= 2 ? dp : 1.0);
   double g_host = 0;
   if ((offload_opt && zero >= 2) || offload_params) {
@@ -759,7 +786,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // its saved tensors, so both are `full` here.
   // prepare_model_for_kbit_training's fp32 embedding makes the residual
   // stream, and so every layer's input, fp32.
-  const double stream = setup.prepare_kbit ? 4.0 : d;
+  const double stream = (setup.prepare_kbit || amp_compute(setup)) ? 4.0 : d;
   const double layer_input = dm.tokens * stream * dm.h / (dm.sp ? t : 1.0);
   // DeepSpeed activation checkpointing (runtime/activation_checkpointing/
   // checkpointing.py CheckpointFunction.forward): partition_activations keeps
@@ -820,8 +847,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   ckpt_host *= in_flight;
   if (last) {
     // The final norm keeps its input (and upcast) for backward.
-    stored += dm.tokens * (norm_saved(model, setup, needs_of(setup), d) + d) *
-              dm.h / (dm.sp ? t : 1.0);
+    stored += dm.tokens *
+              (norm_saved(model, setup, needs_of(setup), stream) + d) * dm.h /
+              (dm.sp ? t : 1.0);
   }
   double a_host = ckpt_host;
   if (setup.activation_offload) {
@@ -884,7 +912,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // their persistent flat gradient buffer instead (Megatron's grad buffer is
   // its bucket), counted in the timeline below.
   const double ddp_copy = (zero == 0 && dp > 1 && full &&
-                           setup.precision == Precision::pure && !setup.fsdp)
+                           setup.precision != Precision::mixed && !setup.fsdp)
                               ? g_full
                               : 0.0;
   // QLoRA: each NF4 matmul dequantizes its weight to the dtype first
@@ -947,14 +975,46 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       (setup.prepare_kbit && last) ? (head > 0 ? head : embed) * d / t : 0.0;
   fwd.buffers += head_cast;
 
+  // amp: autocast's 16-bit copies of the fp32 weights. Trained weights
+  // (full) are cached for the whole autocast region (cached_cast: leaf
+  // tensors that require grad; cleared when the region exits after the
+  // loss) and saved by each matmul for backward; frozen ones (LoRA) are cast
+  // at each call and saved by the matmul while its input needs a gradient.
+  // Without checkpointing every layer's copies live from forward into
+  // backward; with it the trained copies stay cached to the end of forward
+  // and each recomputed layer makes its own. FSDP/ZeRO-3 gather the
+  // parameters already in 16 bits (MixedPrecision param_dtype): no copies.
+  double cast_all = 0;
+  double cast_layer = 0;
+  if (amp_compute(setup)) {
+    // Norm weights are not cast (RMSNorm's weight * x is no autocast op).
+    const double norms =
+        (as_double(model.norms_per_layer) * as_double(end - begin) +
+         (last ? 1.0 : 0.0)) *
+        as_double(model.hidden_size);
+    const double linear =
+        layer_sum - norms + (last ? (head > 0 ? head : embed) : 0.0);
+    cast_all = linear * d / t;
+    cast_layer = largest_layer * d / t;
+  }
+  const bool ckpt = setup.checkpointing != Checkpointing::none &&
+                    setup.checkpointing != Checkpointing::selective;
+  fwd.buffers += (!ckpt || full) ? cast_all : 0.0;
+
   Parts fwd_layer = fwd;
   fwd_layer.buffers -= head_cast;
+  if (ckpt && !full) {
+    fwd_layer.buffers += cast_layer;
+  }
   fwd_layer.logits = 0;
   fwd_layer.activations = stored + (recomputes_layers ? bwd_layer : 0.0);
 
   Parts bwd_start = fwd;
   bwd_start.activations = stored;
   bwd_start.logits = l_bwd;
+  if (ckpt && full) {
+    bwd_start.buffers -= cast_all;  // the autocast cache is cleared
+  }
   // The output projection's weight gradient, optimizer-in-backward or not:
   // autograd sums a parameter's gradient over all its uses before its
   // accumulate hook fires (torch/csrc/autograd/engine.cpp InputBuffer;
@@ -973,6 +1033,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // its gradient.
   Parts bwd_top = fwd;
   bwd_top.buffers -= head_cast;
+  if (ckpt) {
+    bwd_top.buffers += cast_layer - (full ? cast_all : 0.0);
+  }
   bwd_top.logits = 0;
   const bool tied = head == 0 && pp == 1;
   bwd_top.gradients = (setup.optimizer_in_bwd && !tied)
@@ -981,7 +1044,8 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   bwd_top.activations = stored + recompute + bwd_layer;
 
   Parts bwd_end = fwd;
-  bwd_end.buffers -= head_cast;
+  bwd_end.buffers -= head_cast + ((!ckpt || full) ? cast_all : 0.0);
+  bwd_end.buffers += cast_layer;
   bwd_end.logits = 0;
   bwd_end.gradients = g_step + ddp_copy;
   // The bottom layer's activations (saved or recomputed) live until its own

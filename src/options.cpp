@@ -300,7 +300,7 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.fsdp}; }},
   OptionRow{
     "--precision", "precision", OptionGroup::training, "NAME",
-    "training: mixed (fp32 master + states) or pure (all in --dtype)", "mixed", precision_names,
+    "training: mixed (fp32 master + states), pure (all in --dtype) or amp (fp32 params under autocast)", "mixed", precision_names,
     [](Setup& s, std::string_view t) {
       s.precision = precision_from_name(choose("--precision", t, precision_names()));
     },

@@ -180,6 +180,12 @@ std::optional<std::string> check_request(const Setup& s) {
         "--float8 is torchao float8 training; use it with --mode full, lora or "
         "qlora (for fp8 inference weights use --quant fp8)");
   }
+  if (s.precision == Precision::amp && s.mode == Mode::qlora) {
+    return std::string(
+        "--precision amp keeps fp32 parameters, and a 4-bit base has none to "
+        "keep; for PEFT's fp32 norms, embeddings and lm_head use --precision "
+        "mixed --prepare-kbit");
+  }
   if (s.prepare_kbit &&
       (s.mode != Mode::qlora || s.precision != Precision::mixed)) {
     return std::string(

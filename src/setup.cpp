@@ -24,7 +24,8 @@ constexpr std::array k_attns = {std::string_view{"eager"},
                                 std::string_view{"sdpa"},
                                 std::string_view{"flash"}};
 constexpr std::array k_precisions = {std::string_view{"mixed"},
-                                     std::string_view{"pure"}};
+                                     std::string_view{"pure"},
+                                     std::string_view{"amp"}};
 constexpr std::array k_optimizers = {
     std::string_view{"adamw"},       std::string_view{"adamw-8bit"},
     std::string_view{"paged-adamw"}, std::string_view{"paged-adamw-8bit"},

@@ -1038,3 +1038,40 @@ TEST_CASE("training: the new options are one row each and re-run",
                  "--prepare-kbit"})
             .code == 2);
 }
+
+TEST_CASE("training: amp keeps fp32 parameters and autocast's 16-bit copies",
+          "[training][amp]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H200", 139.8);
+  // Llama-2-7B: 6,738,415,616 parameters; full fine-tuning under amp keeps
+  // them, and AdamW's m and v, in fp32: 4 P = 26,953,662,464 B of weights
+  // and 8 P = 53,907,324,928 B of states, no master copy.
+  Setup s{.mode = Mode::full,
+          .seq = 2048,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::amp};
+  const Budget full = plan(m, g, s);
+  CHECK(full.bytes_of("weights") == 26'953'662'464);
+  CHECK(full.bytes_of("optimizer") == 53'907'324'928);
+  // LoRA over an fp32 base without checkpointing: every frozen linear's
+  // 16-bit cast is saved by its matmul until backward (norm weights are not
+  // cast). 32 layers x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376
+  // linear parameters plus lm_head's 131,072,000 = 6,607,077,376, x 2 B =
+  // 13,214,154,752 B of buffers.
+  s.mode = Mode::lora;
+  s.checkpointing = Checkpointing::none;
+  const Budget lora = plan(m, g, s);
+  REQUIRE(lora.peak.phase != Phase::optimizer_step);
+  CHECK(lora.bytes_of("buffers") == 13'214'154'752);
+  // Under FSDP the parameters are gathered in bf16 (MixedPrecision): no
+  // casts, a 16-bit stream, and only the sharded base is larger than
+  // mixed's: 2 B x P / 8 = 1,684,603,904.
+  s.gpus = 8;
+  s.fsdp = true;
+  s.checkpointing = Checkpointing::full;
+  const Budget amp8 = plan(m, g, s);
+  s.precision = Precision::mixed;
+  const Budget mixed8 = plan(m, g, s);
+  CHECK(amp8.bytes_of("weights") - mixed8.bytes_of("weights") == 1'684'603'904);
+  CHECK(amp8.bytes_of("activations") == mixed8.bytes_of("activations"));
+}

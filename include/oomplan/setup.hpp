@@ -24,7 +24,11 @@ enum class Offload { none, optimizer, params, all };
 // over the tensor-parallel ranks / cpu_checkpointing to host RAM).
 enum class Checkpointing { none, selective, op, full, ds_partition, ds_cpu };
 enum class Attn { eager, sdpa, flash };
-enum class Precision { mixed, pure };
+// Training precision: mixed (16-bit weights + fp32 master and states:
+// DeepSpeed, Megatron), pure (everything in --dtype: torchtune), amp (fp32
+// parameters under torch.autocast: HF Trainer bf16/fp16 on an fp32 model,
+// FSDP MixedPrecision over fp32 parameters).
+enum class Precision { mixed, pure, amp };
 enum class Optimizer {
   adamw,
   adamw_8bit,
