@@ -72,8 +72,10 @@ def parse_args(argv=None):
                    help="QLoRA: call peft.prepare_model_for_kbit_training (fp32 norms, embeddings, lm_head)")
     p.add_argument("--new-tokens", type=int, default=0,
                    help="infer: generate this many tokens after a prompt of --seq minus them (0: one prefill)")
-    p.add_argument("--precision", default="pure", choices=["mixed", "pure"],
-                   help="pure: weights, grads and AdamW states in --dtype; mixed: fp32 weights under autocast")
+    p.add_argument("--precision", default="pure", choices=["mixed", "pure", "amp"],
+                   help="pure: weights, grads and AdamW states in --dtype; amp: fp32 weights under autocast "
+                        "(HF Trainer bf16=True on an fp32 model); mixed (lora/qlora): PEFT's fp32 adapters "
+                        "over a 16-bit base under autocast")
     p.add_argument("--optimizer", default="adamw",
                    choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"])
     p.add_argument("--lora-rank", type=int, default=16)
@@ -245,7 +247,10 @@ def build_model(args, cfg_dict, workdir):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     attn = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}[args.attn]
     config = transformers.AutoConfig.for_model(**cfg_dict)
-    load_dtype = torch.float32 if (args.mode == "full" and args.precision == "mixed") else dtype
+    if args.mode == "full" and args.precision == "mixed":
+        raise SystemExit("measure.py: --precision mixed for full fine-tuning is DeepSpeed's 16-bit weights with an "
+                         "fp32 master copy, which a plain loop does not reproduce; use --precision amp or pure")
+    load_dtype = torch.float32 if args.precision == "amp" else dtype
 
     if args.mode == "qlora":
         # Random bf16 weights saved once on CPU, then loaded through bitsandbytes' NF4 path,
@@ -339,7 +344,7 @@ def run_one(args):
                 # HF Trainer (bf16=True) runs forward and loss under autocast: full AMP with fp32
                 # weights (--precision mixed --mode full), PEFT's fp32 adapters over a 16-bit base
                 # (--precision mixed, lora/qlora). pure: no autocast, as torchtune.
-                autocast = args.precision == "mixed" and args.dtype != "fp32"
+                autocast = args.precision in ("mixed", "amp") and args.dtype != "fp32"
                 with torch.autocast("cuda", dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float16,
                                     enabled=autocast):
                     # Trainer.compute_loss keeps only the loss: the outputs (logits) are freed
@@ -412,6 +417,10 @@ MATRIX = [
     ["llama-3.2-3b", "--mode", "full", "--seq", "4096", "--checkpointing", "full"],
     ["llama-3.1-8b", "--mode", "full", "--seq", "2048", "--checkpointing", "full"],
     ["llama-3.1-8b", "--mode", "full", "--seq", "4096", "--checkpointing", "full", "--optimizer", "adamw-8bit"],
+    # torch AMP: fp32 weights under autocast (a Trainer on a model loaded in fp32).
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--precision", "amp", "--checkpointing", "none"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--precision", "amp", "--checkpointing", "full"],
+    ["llama-3.2-3b", "--mode", "lora", "--seq", "4096", "--precision", "amp", "--checkpointing", "full"],
     # LoRA through PEFT: fp32 adapters under autocast (mixed) and adapters in bf16 (pure).
     ["llama-3.2-1b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "none"],
     ["llama-3.2-3b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "full"],
