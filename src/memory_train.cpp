@@ -1271,11 +1271,18 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   budget.add("optimizer", optimizer_alloc + paged_device,
              optimizer_formula(setup));
   if (buffers > 0) {
-    budget.add("buffers", buffers,
-               setup.zero >= 3
-                   ? "gathered layer + prefetched layer + unsharded layer "
-                     "grads (ZeRO-3/FSDP)"
-                   : "communication buckets / dequantized NF4 weight");
+    std::string_view text =
+        setup.zero >= 3 ? "gathered layer + prefetched layer + unsharded "
+                          "layer grads (ZeRO-3/FSDP)"
+                        : "communication buckets / dequantized NF4 weight";
+    if (amp_compute(setup)) {
+      text = "autocast 16-bit copies of the fp32 weights (amp) + buckets";
+    } else if (setup.prepare_kbit) {
+      text =
+          "dequantized NF4 weight + 16-bit cast of the fp32 lm_head "
+          "(prepare_model_for_kbit_training)";
+    }
+    budget.add("buffers", buffers, text);
   }
   budget.add("overhead", overhead, "CUDA context + cuBLAS workspace + NCCL");
   budget.add("fragmentation", fragmentation,
