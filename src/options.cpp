@@ -367,8 +367,8 @@ const std::array k_rows = {
       if (s.lora_targets == 0) {
         throw Error(fmt::format(
             "--lora-targets '{}' is not a target list; use qv, attn, all or a "
-            "comma list of q,k,v,o,gate,up,down",
-            t));
+            "comma list of {}",
+            t, join_names(lora_target_names(), ",")));
       }
     },
     [](const OptionContext& c) {

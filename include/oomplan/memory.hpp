@@ -154,10 +154,10 @@ std::int64_t vllm_default_batched_tokens(const Gpu& gpu);
 // Weight bytes per GPU for the resolved quant (embeddings and lm_head
 // unquantized where the engine leaves them), split by tp (setup.tp; pass
 // tp = 1 for an unsharded copy); decoder layers [layer_begin, layer_end) on
-// this GPU, embedding/lm_head flags for pipeline stages. Quant::automatic is
-// resolved here too (qlora: nf4, else the checkpoint's format). With engine
-// vllm it adds vLLM's vocabulary padding (to a multiple of 64) and its RoPE
-// cos/sin cache.
+// this GPU, embedding/lm_head flags for pipeline stages. fp8 on DeepSeek's
+// own FP8 checkpoint carries its 128x128 block scales. With engine vllm it
+// adds vLLM's vocabulary padding (to a multiple of 64) and its RoPE cos/sin
+// cache.
 struct WeightShare {
   std::int64_t layer_begin = 0;  // decoder layers [layer_begin, layer_end)
   std::int64_t layer_end = 0;

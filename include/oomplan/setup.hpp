@@ -211,6 +211,9 @@ Loss loss_from_name(std::string_view name);
 // "qv", "attn", "all" or a comma list of q,k,v,o,gate,up,down -> bit set; 0
 // when invalid.
 unsigned lora_targets_from_text(std::string_view text);
+// The projection names of a comma list, in bit order: q, k, v, o, gate, up,
+// down.
+std::vector<std::string_view> lora_target_names();
 // Bit set -> "q,v" (canonical preset name when one matches: "qv", "attn",
 // "all").
 std::string lora_targets_text(unsigned targets);

@@ -1,5 +1,7 @@
 #include "cli/cli.hpp"
 
+#include "cli/io.hpp"
+
 #include "oomplan/catalog.hpp"
 #include "oomplan/error.hpp"
 #include "oomplan/options.hpp"
@@ -157,16 +159,6 @@ Format output_format(const OutputOptions& o, const CLI::App& app) {
 
 // --- Files: the CLI is the only place that reads them.
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("cannot read '{}'", path.string()));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Catalog load_catalog(const std::string& dir) {
   Catalog catalog = builtin_catalog();
   if (dir.empty()) {
@@ -179,8 +171,7 @@ Catalog load_catalog(const std::string& dir) {
   }
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::error_code file_ec;
-    if (entry.is_regular_file(file_ec) && entry.path().extension() == ".json") {
+    if (entry.path().extension() == ".json") {
       files.push_back(entry.path());
     }
   }
@@ -190,7 +181,8 @@ Catalog load_catalog(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
-    merge_catalog(catalog, parse_catalog(read_file(file), file.string()));
+    merge_catalog(catalog, parse_catalog(read_input_file(file, "catalog file"),
+                                         file.string()));
   }
   return catalog;
 }
@@ -219,11 +211,11 @@ void load_model(const Catalog& catalog, const std::string& arg,
             arg));
       }
     }
-    const std::string config_text = read_file(config);
+    const std::string config_text = read_input_file(config, "config.json");
     const fs::path index_path = folder / "model.safetensors.index.json";
     std::optional<std::string> index_text;
     if (fs::exists(index_path, ec)) {
-      index_text = read_file(index_path);
+      index_text = read_input_file(index_path, "model.safetensors.index.json");
     }
     loaded.imported = index_text
                           ? import_hf_config(config_text, config.string(),
@@ -535,13 +527,16 @@ int run(const std::vector<std::string>& args, std::ostream& out,
     out.flush();
     return code;
   } catch (const Error& e) {
-    err << "oomplan: error: " << e.what() << '\n';
+    err << "oomplan: error: " << one_line(e.what()) << '\n';
+    return k_exit_bad_input;
   } catch (const std::exception& e) {
-    err << "oomplan: internal error: " << e.what() << '\n';
+    // Every parser turns its library's exceptions into Error, so this is a
+    // bug in oomplan (DESIGN §2: exit 3, which no input may reach).
+    err << "oomplan: internal error: " << one_line(e.what()) << '\n';
   } catch (...) {
     err << "oomplan: internal error: unknown exception\n";
   }
-  return k_exit_bad_input;
+  return k_exit_internal_error;
 }
 
 }  // namespace oomplan::cli
