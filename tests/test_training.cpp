@@ -871,6 +871,15 @@ TEST_CASE("training: PEFT adapters each save their own copy of the input",
   REQUIRE(qv_peft.peak.phase == qv_pure.peak.phase);
   CHECK(qv_peft.bytes_of("activations") - qv_pure.bytes_of("activations") ==
         536'870'912);
+  // Under FSDP (and DeepSpeed) the adapters run in 16 bits, so the cast is a
+  // no-op and the input is shared as in torchtune.
+  s.gpus = 8;
+  s.fsdp = true;
+  const Budget fsdp_peft = plan(m, g, s);
+  s.precision = Precision::pure;
+  const Budget fsdp_pure = plan(m, g, s);
+  REQUIRE(fsdp_peft.peak.phase == fsdp_pure.peak.phase);
+  CHECK(fsdp_peft.bytes_of("activations") == fsdp_pure.bytes_of("activations"));
 }
 
 TEST_CASE("training: flash attention's backward working set can dominate",
@@ -1063,6 +1072,14 @@ TEST_CASE("training: amp keeps fp32 parameters and autocast's 16-bit copies",
   const Budget lora = plan(m, g, s);
   REQUIRE(lora.peak.phase != Phase::optimizer_step);
   CHECK(lora.bytes_of("buffers") == 13'214'154'752);
+  // With checkpointing the residual stream is fp32: 32 layer inputs x 2048
+  // tokens x 4 B x 4096 = 1,073,741,824, and the final norm's fp32 input and
+  // lm_head's 16-bit input (4 + 2) B x 4096 x 2048 = 50,331,648, at the start
+  // of backward (16 B logits outweigh one recomputed layer).
+  s.checkpointing = Checkpointing::full;
+  const Budget lora_ckpt = plan(m, g, s);
+  REQUIRE(lora_ckpt.peak.phase == Phase::backward);
+  CHECK(lora_ckpt.bytes_of("activations") == 1'073'741'824 + 50'331'648);
   // Under FSDP the parameters are gathered in bf16 (MixedPrecision): no
   // casts, a 16-bit stream, and only the sharded base is larger than
   // mixed's: 2 B x P / 8 = 1,684,603,904.
