@@ -26,6 +26,7 @@
 #include "oomplan/capability.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace oomplan {
@@ -808,6 +809,20 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       recompute = scores;
       per_layer = a_layer - scores;
       break;
+    case Checkpointing::every: {
+      // torchtitan v0.1.0 _apply_ac_to_transformer_block (and torchtune's
+      // copy, apply_selective_activation_checkpointing): a counter over the
+      // blocks this rank builds wraps block k in full AC when k % N == 0, so
+      // floor(L / N) layers keep only their input and the rest keep all.
+      const double n_ckpt = std::floor(layers_here / setup.checkpoint_every);
+      stored = a_all - n_ckpt * (a_layer - layer_input);
+      // The top layer is recomputed only when it is one of them; lower ones
+      // are reached after the layers above have freed at least a layer.
+      const bool top = std::fmod(layers_here, setup.checkpoint_every) == 0;
+      recompute = top ? a_layer : 0.0;
+      per_layer = a_layer;
+      break;
+    }
     case Checkpointing::op:
       stored = op_all;
       recompute = op_gap;
@@ -833,6 +848,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // Policies that run a layer's forward without keeping its intermediates
   // hold only that layer's working set while it runs.
   const bool recomputes_layers =
+      setup.checkpointing == Checkpointing::every ||
       setup.checkpointing == Checkpointing::op ||
       setup.checkpointing == Checkpointing::full ||
       setup.checkpointing == Checkpointing::ds_partition ||
@@ -1139,6 +1155,9 @@ std::string_view activations_formula(const Resolved& setup) {
     case Checkpointing::selective:
       return "layers x per-layer saved tensors without attention scores "
              "(Korthikanti 2022 selective)";
+    case Checkpointing::every:
+      return "every Nth layer's input + the other layers' saved tensors "
+             "(torchtitan/torchtune layer SAC)";
     case Checkpointing::op:
       return "layers x (input + wq, wv, w1, w2 and attention outputs) "
              "(torchtitan per-op SAC) + one layer recomputed";

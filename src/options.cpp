@@ -380,22 +380,29 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{lora_targets_text(c.resolved.lora_targets)}; }},
   OptionRow{
     "--checkpointing", "checkpointing", OptionGroup::training, "NAME",
-    "activation checkpointing: none, selective (Megatron), op (torchtitan per-op), full, ds-partition or ds-cpu (DeepSpeed)", "none", checkpointing_names,
+    "activation checkpointing: none, selective (Megatron), every-N (every Nth layer), op (torchtitan per-op), full, ds-partition or ds-cpu (DeepSpeed)", "none", checkpointing_names,
     [](Setup& s, std::string_view t) {
+      constexpr std::string_view k_every = "every-";
+      if (t.substr(0, k_every.size()) == k_every) {
+        s.checkpoint_every = static_cast<int>(
+            parse_whole("--checkpointing every-N", t.substr(k_every.size()), 1, 1'000, "layers"));
+        s.checkpointing = Checkpointing::every;
+        return;
+      }
       s.checkpointing = checkpointing_from_name(choose("--checkpointing", t, checkpointing_names()));
     },
     [](const OptionContext& c) {
       return c.setup.checkpointing != k_default.checkpointing
-                 ? words("--checkpointing", std::string(checkpointing_name(c.setup.checkpointing)))
+                 ? words("--checkpointing", checkpointing_text(c.setup.checkpointing, c.setup.checkpoint_every))
                  : Words{};
     },
     [](const OptionContext& c) {
       return c.resolved.training()
-                 ? fmt::format("checkpointing {}", checkpointing_name(c.resolved.checkpointing))
+                 ? fmt::format("checkpointing {}", checkpointing_text(c.resolved.checkpointing, c.resolved.checkpoint_every))
                  : std::string();
     },
     [](const OptionContext& c) {
-      return SetupValue{std::string(checkpointing_name(c.resolved.checkpointing))};
+      return SetupValue{checkpointing_text(c.resolved.checkpointing, c.resolved.checkpoint_every)};
     }},
   OptionRow{
     "--grad-accum", "grad_accum", OptionGroup::training, "INT",

@@ -35,6 +35,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.fsdp = s.fsdp;
   r.offload = s.offload;
   r.checkpointing = s.checkpointing;
+  r.checkpoint_every = s.checkpoint_every;
   r.attn = s.attn;
   r.precision = s.precision;
   r.optimizer = s.optimizer;

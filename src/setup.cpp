@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <string>
 
 namespace oomplan {
 namespace {
@@ -17,9 +18,10 @@ constexpr std::array k_offloads = {
     std::string_view{"none"}, std::string_view{"optimizer"},
     std::string_view{"params"}, std::string_view{"all"}};
 constexpr std::array k_checkpointings = {
-    std::string_view{"none"},         std::string_view{"selective"},
-    std::string_view{"op"},           std::string_view{"full"},
-    std::string_view{"ds-partition"}, std::string_view{"ds-cpu"}};
+    std::string_view{"none"},    std::string_view{"selective"},
+    std::string_view{"every-N"}, std::string_view{"op"},
+    std::string_view{"full"},    std::string_view{"ds-partition"},
+    std::string_view{"ds-cpu"}};
 constexpr std::array k_attns = {std::string_view{"eager"},
                                 std::string_view{"sdpa"},
                                 std::string_view{"flash"}};
@@ -85,6 +87,12 @@ std::string_view offload_name(Offload offload) {
 }
 std::string_view checkpointing_name(Checkpointing c) {
   return name_of(k_checkpointings, c);
+}
+std::string checkpointing_text(Checkpointing c, int every) {
+  if (c == Checkpointing::every) {
+    return "every-" + std::to_string(every);
+  }
+  return std::string(checkpointing_name(c));
 }
 std::string_view attn_name(Attn attn) {
   return name_of(k_attns, attn);

@@ -805,11 +805,14 @@ TEST_CASE("training: checkpointing policies keep less in their order",
           return plan(m, g, s).peak.allocated_bytes;
         };
         const Bytes selective = peak(Checkpointing::selective);
+        s.checkpoint_every = 2;
+        const Bytes every2 = peak(Checkpointing::every);
         const Bytes op = peak(Checkpointing::op);
         const Bytes full = peak(Checkpointing::full);
         const Bytes part = peak(Checkpointing::ds_partition);
         const Bytes cpu = peak(Checkpointing::ds_cpu);
-        CHECK(op <= selective);
+        CHECK(every2 <= selective);
+        CHECK(op <= every2);
         CHECK(full <= op);
         CHECK(part <= full);
         CHECK(cpu <= part);
@@ -1091,4 +1094,39 @@ TEST_CASE("training: amp keeps fp32 parameters and autocast's 16-bit copies",
   const Budget mixed8 = plan(m, g, s);
   CHECK(amp8.bytes_of("weights") - mixed8.bytes_of("weights") == 1'684'603'904);
   CHECK(amp8.bytes_of("activations") == mixed8.bytes_of("activations"));
+}
+
+TEST_CASE("training: layer SAC checkpoints every Nth layer",
+          "[training][policy]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .checkpointing = Checkpointing::every,
+          .precision = Precision::pure};
+  // torchtitan selective_ac_option "2": blocks 2, 4, ..., 32 keep only their
+  // input (8,192 B per token), the other 16 all 194,560 B (the Llama-2-7B
+  // per-layer sum above): 16 x 202,752 B x 8192 tokens = 26,575,110,144,
+  // plus the final norm 268,435,456.
+  s.checkpoint_every = 2;
+  const Budget two = plan(m, g, s);
+  REQUIRE(two.peak.phase == Phase::backward);
+  CHECK(two.bytes_of("activations") == 26'575'110'144 + 268'435'456);
+  // "3": floor(32 / 3) = 10 checkpointed, 22 kept whole:
+  // (22 x 194,560 + 10 x 8,192) x 8192 = 35,735,470,080.
+  s.checkpoint_every = 3;
+  const Budget three = plan(m, g, s);
+  REQUIRE(three.peak.phase == Phase::backward);
+  CHECK(three.bytes_of("activations") == 35'735'470'080 + 268'435'456);
+  // "1" is full checkpointing.
+  s.checkpoint_every = 1;
+  const Bytes one = plan(m, g, s).peak.allocated_bytes;
+  s.checkpointing = Checkpointing::full;
+  CHECK(one == plan(m, g, s).peak.allocated_bytes);
+  // The option reads and writes every-N.
+  const auto run =
+      test::run_cli({"llama-2-7b", "--gpus", "1xH100", "--mode", "full",
+                     "--checkpointing", "every-3", "--json"});
+  CHECK(nlohmann::json::parse(run.out).at("setup").at("checkpointing") ==
+        "every-3");
 }

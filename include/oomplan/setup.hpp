@@ -17,12 +17,21 @@ enum class Mode { infer, full, lora, qlora };
 enum class Engine { hf, vllm };
 enum class Offload { none, optimizer, params, all };
 // Activation checkpointing policies, ordered by what they keep (most first):
-// none; selective (Megatron: attention core recomputed); op (torchtitan
+// none; selective (Megatron: attention core recomputed); every (every-N:
+// every Nth layer fully checkpointed, the others keep all); op (torchtitan
 // per-op selective AC); full (every decoder layer keeps only its input:
 // HF gradient_checkpointing, torchtune, torchtitan full, Megatron uniform);
 // ds_partition / ds_cpu (DeepSpeed checkpointing with partition_activations
 // over the tensor-parallel ranks / cpu_checkpointing to host RAM).
-enum class Checkpointing { none, selective, op, full, ds_partition, ds_cpu };
+enum class Checkpointing {
+  none,
+  selective,
+  every,  // every-N: torchtitan/torchtune layer SAC, every Nth layer full
+  op,
+  full,
+  ds_partition,
+  ds_cpu
+};
 enum class Attn { eager, sdpa, flash };
 // Training precision: mixed (16-bit weights + fp32 master and states:
 // DeepSpeed, Megatron), pure (everything in --dtype: torchtune), amp (fp32
@@ -94,6 +103,7 @@ struct Setup {
   bool fsdp = false;          // sharded by FSDP FULL_SHARD (stage-3 semantics)
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
+  int checkpoint_every = 2;  // N of --checkpointing every-N
   Attn attn = Attn::flash;
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adamw;
@@ -148,6 +158,7 @@ struct Resolved {
   bool fsdp = false;
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
+  int checkpoint_every = 2;  // N of --checkpointing every-N
   Attn attn = Attn::flash;
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adamw;
@@ -181,6 +192,8 @@ std::string_view mode_name(Mode mode);
 std::string_view engine_name(Engine engine);
 std::string_view offload_name(Offload offload);
 std::string_view checkpointing_name(Checkpointing checkpointing);
+// "every-2" for every with N = 2, else checkpointing_name().
+std::string checkpointing_text(Checkpointing checkpointing, int every);
 std::string_view attn_name(Attn attn);
 std::string_view precision_name(Precision precision);
 std::string_view optimizer_name(Optimizer optimizer);
