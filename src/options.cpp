@@ -253,7 +253,20 @@ const std::array k_rows = {
     [](const OptionContext&) { return std::string(); },  // in tp's fragment
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.pp}}; }},
   OptionRow{
-    "", "dp", OptionGroup::hardware, "", "data parallel = GPUs / (tp x pp)", "",
+    "--cp", "cp", OptionGroup::hardware, "INT",
+    "context parallel: the training sequence sharded over N GPUs (torchtitan)", "1", nullptr,
+    [](Setup& s, std::string_view t) {
+      s.cp = static_cast<int>(parse_whole("--cp", t, 1, k_max_gpus, "GPUs"));
+    },
+    [](const OptionContext& c) {
+      return c.setup.cp != k_default.cp ? words_of("--cp", c.setup.cp) : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.cp > 1 ? fmt::format("cp {}", c.resolved.cp) : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.cp}}; }},
+  OptionRow{
+    "", "dp", OptionGroup::hardware, "", "data parallel = GPUs / (tp x pp x cp)", "",
     nullptr, nullptr,
     [](const OptionContext&) { return Words{}; },
     [](const OptionContext&) { return std::string(); },
@@ -306,7 +319,7 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.fsdp}; }},
   OptionRow{
     "--precision", "precision", OptionGroup::training, "NAME",
-    "training: mixed (fp32 master + states) or pure (all in --dtype)", "mixed", precision_names,
+    "training: mixed (fp32 master + states), pure (all in --dtype) or amp (fp32 params under autocast)", "mixed", precision_names,
     [](Setup& s, std::string_view t) {
       s.precision = precision_from_name(choose("--precision", t, precision_names()));
     },
@@ -386,22 +399,29 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{lora_targets_text(c.resolved.lora_targets)}; }},
   OptionRow{
     "--checkpointing", "checkpointing", OptionGroup::training, "NAME",
-    "activation checkpointing: none, selective or full", "none", checkpointing_names,
+    "activation checkpointing: none, selective (Megatron), every-N (every Nth layer), op (torchtitan per-op), full, ds-partition or ds-cpu (DeepSpeed)", "none", checkpointing_names,
     [](Setup& s, std::string_view t) {
+      constexpr std::string_view k_every = "every-";
+      if (t.substr(0, k_every.size()) == k_every) {
+        s.checkpoint_every = static_cast<int>(
+            parse_whole("--checkpointing every-N", t.substr(k_every.size()), 1, 1'000, "layers"));
+        s.checkpointing = Checkpointing::every;
+        return;
+      }
       s.checkpointing = checkpointing_from_name(choose("--checkpointing", t, checkpointing_names()));
     },
     [](const OptionContext& c) {
       return c.setup.checkpointing != k_default.checkpointing
-                 ? words("--checkpointing", std::string(checkpointing_name(c.setup.checkpointing)))
+                 ? words("--checkpointing", checkpointing_text(c.setup.checkpointing, c.setup.checkpoint_every))
                  : Words{};
     },
     [](const OptionContext& c) {
       return c.resolved.training()
-                 ? fmt::format("checkpointing {}", checkpointing_name(c.resolved.checkpointing))
+                 ? fmt::format("checkpointing {}", checkpointing_text(c.resolved.checkpointing, c.resolved.checkpoint_every))
                  : std::string();
     },
     [](const OptionContext& c) {
-      return SetupValue{std::string(checkpointing_name(c.resolved.checkpointing))};
+      return SetupValue{checkpointing_text(c.resolved.checkpointing, c.resolved.checkpoint_every)};
     }},
   OptionRow{
     "--grad-accum", "grad_accum", OptionGroup::training, "INT",
@@ -420,15 +440,15 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.grad_accum}}; }},
   OptionRow{
     "--loss", "loss", OptionGroup::training, "NAME",
-    "cross-entropy: full or chunked", "full", loss_names,
+    "cross-entropy: full (fp32 logits kept), chunked, upcast, upcast-shift or fp32-shift (transformers by version)", "full", loss_names,
     [](Setup& s, std::string_view t) { s.loss = loss_from_name(choose("--loss", t, loss_names())); },
     [](const OptionContext& c) {
       return c.setup.loss != k_default.loss ? words("--loss", std::string(loss_name(c.setup.loss)))
                                             : Words{};
     },
     [](const OptionContext& c) {
-      return c.resolved.training() && c.resolved.loss == Loss::chunked ? std::string("chunked loss")
-                                                                       : std::string();
+      return c.resolved.training() && c.resolved.loss != Loss::full
+                 ? fmt::format("{} loss", loss_name(c.resolved.loss)) : std::string();
     },
     [](const OptionContext& c) { return SetupValue{std::string(loss_name(c.resolved.loss))}; }},
   OptionRow{
@@ -451,6 +471,25 @@ const std::array k_rows = {
       return c.resolved.training() && c.resolved.compile ? std::string("compiled") : std::string();
     },
     [](const OptionContext& c) { return SetupValue{c.resolved.compile}; }},
+  OptionRow{
+    "--float8", "float8", OptionGroup::training, "",
+    "torchao float8 linears (torchtitan converters float8)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.float8 = parse_flag("--float8", t); },
+    [](const OptionContext& c) { return c.setup.float8 ? Words{"--float8"} : Words{}; },
+    [](const OptionContext& c) {
+      return c.resolved.training() && c.resolved.float8 ? std::string("float8") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.float8}; }},
+  OptionRow{
+    "--prepare-kbit", "prepare_kbit", OptionGroup::training, "",
+    "QLoRA: PEFT prepare_model_for_kbit_training (fp32 norms, embeddings, lm_head)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.prepare_kbit = parse_flag("--prepare-kbit", t); },
+    [](const OptionContext& c) { return c.setup.prepare_kbit ? Words{"--prepare-kbit"} : Words{}; },
+    [](const OptionContext& c) {
+      return c.resolved.prepare_kbit ? std::string("fp32 upcast (prepare_model_for_kbit_training)")
+                                     : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.prepare_kbit}; }},
   OptionRow{
     "--offload", "offload", OptionGroup::training, "NAME",
     "to CPU RAM: none, optimizer, params or all", "none", offload_names,

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,7 +106,7 @@ class SchemaValidator {
         "properties", "required",    "additionalProperties",
         "items",      "enum",        "const",
         "minimum",    "maximum",     "$ref",
-        "anyOf",      "oneOf"};
+        "anyOf",      "oneOf",       "pattern"};
     for (const auto& [key, value] : node.items()) {
       if (std::find(k_known.begin(), k_known.end(), key) == k_known.end()) {
         problems.push_back(at + ": unsupported keyword '" + key + "'");
@@ -169,6 +170,13 @@ class SchemaValidator {
         errors.push_back(at + ": " + value.dump() + " is not one of " +
                          e->dump());
       }
+    }
+    if (const auto p = schema.find("pattern");
+        p != schema.end() && value.is_string() &&
+        !std::regex_search(value.get<std::string>(),
+                           std::regex(p->get<std::string>()))) {
+      errors.push_back(at + ": " + value.dump() + " does not match " +
+                       p->dump());
     }
     if (value.is_number()) {
       const double v = value.get<double>();

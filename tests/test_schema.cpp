@@ -162,12 +162,21 @@ TEST_CASE("schema: the validator rejects each kind of violation", "[schema]") {
   CHECK(open.validate(Json::parse(R"({"n": 1, "new": 1})")).empty());
   // A keyword outside the subset is reported, never silently skipped.
   const SchemaValidator pattern(
-      Json::parse(R"({"properties": {"s": {"pattern": "^a"}},
+      Json::parse(R"({"properties": {"s": {"format": "date"}},
                       "items": {"$ref": "#/$defs/none"}})"),
       true);
   CHECK(pattern.lint() == std::vector<std::string>{
                               "/items: $ref \"#/$defs/none\" does not resolve",
-                              "/properties/s: unsupported keyword 'pattern'"});
+                              "/properties/s: unsupported keyword 'format'"});
+  // pattern: a regular expression the string must contain a match of.
+  const SchemaValidator every(
+      Json::parse(
+          R"({"properties": {"s": {"pattern": "^every-[1-9][0-9]*$"}}})"),
+      true);
+  CHECK(every.validate(Json::parse(R"({"s": "every-2"})")).empty());
+  CHECK(every.validate(Json::parse(R"({"s": "every-0"})")) ==
+        std::vector<std::string>{
+            "/s: \"every-0\" does not match \"^every-[1-9][0-9]*$\""});
 }
 
 TEST_CASE(
@@ -225,10 +234,18 @@ TEST_CASE(
   check_output("oomplan.gpus/1", {"gpus", "--json"});
 }
 
-// The enum lists of a schema's setup object.
+// The enum lists of a schema's setup object (a key with several forms lists
+// its names in the first branch of an anyOf and "every-N" by pattern).
 std::vector<std::string> setup_enum(const Json& schema,
                                     const std::string& key) {
   const Json& prop = schema.at("$defs").at("setup").at("properties").at(key);
+  if (prop.contains("anyOf")) {
+    auto names =
+        prop.at("anyOf").at(0).at("enum").get<std::vector<std::string>>();
+    const auto at = std::find(names.begin(), names.end(), "full");
+    names.insert(at - 1, "every-N");  // between selective and op, as the core
+    return names;
+  }
   return prop.at("enum").get<std::vector<std::string>>();
 }
 
