@@ -1,8 +1,5 @@
 #include "oomplan/docs_gen.hpp"
 
-#include "oomplan/options.hpp"
-#include "oomplan/search.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -837,120 +834,6 @@ std::vector<OptionDoc> oomplan_global_options() {
   return {
       {"--help", "", "print the help and exit", "", {}, "General"},
       {"--version", "", "print the version and exit", "", {}, "General"},
-  };
-}
-
-namespace {
-
-// The option table's rows, as CLI11 registers them (src/cli/cli.cpp
-// add_setup_options).
-std::vector<OptionDoc> table_options() {
-  std::vector<OptionDoc> out;
-  for (const OptionRow& row : option_rows()) {
-    if (row.flag.empty()) {
-      continue;
-    }
-    OptionDoc doc;
-    doc.flag = std::string(row.flag);
-    doc.value_name = std::string(row.value_name);
-    doc.help = std::string(row.help);
-    doc.default_text = std::string(row.default_text);
-    if (row.choices != nullptr) {
-      for (const auto choice : row.choices()) {
-        doc.choices.emplace_back(choice);
-      }
-    }
-    doc.group = std::string(option_group_name(row.group));
-    out.push_back(std::move(doc));
-  }
-  return out;
-}
-
-// The output options every command takes (src/cli/cli.cpp
-// add_output_options).
-std::vector<OptionDoc> output_options() {
-  return {
-      {"--json", "", "same as --format json", "", {}, "Output"},
-      {"--format",
-       "NAME",
-       "text, json or markdown",
-       "text",
-       {"text", "json", "markdown"},
-       "Output"},
-      {"--catalog",
-       "DIR",
-       "folder of extra models/GPUs JSON, overriding by name",
-       "",
-       {},
-       "Output"},
-  };
-}
-
-}  // namespace
-
-std::vector<CommandDoc> oomplan_commands() {
-  std::vector<OptionDoc> plan_options = table_options();
-  const std::vector<OptionDoc> output = output_options();
-  plan_options.insert(plan_options.end(), output.begin(), output.end());
-
-  // fit: the table with its own --gpus (card types, not a count), then its
-  // search constraints (src/cli/cli.cpp, the fit subcommand).
-  std::vector<OptionDoc> fit_options;
-  for (const OptionDoc& o : plan_options) {
-    if (o.flag == "--gpus") {
-      fit_options.push_back({"--gpus",
-                             "GPU[,GPU...]",
-                             "GPU types to try: a name (any count), NxNAME or "
-                             "an instance (that count), or a comma list "
-                             "(default: the common GPUs)",
-                             "",
-                             {},
-                             o.group});
-    } else {
-      fit_options.push_back(o);
-    }
-  }
-  const std::vector<OptionDoc> search = {
-      {"--max-gpus",
-       "INT",
-       "most GPUs to use",
-       fmt::format("{}", k_sizing_max_gpus),
-       {},
-       "Search"},
-      {"--no-offload", "", "never offload to CPU RAM", "", {}, "Search"},
-      {"--no-quant",
-       "",
-       "keep the weights, KV cache and optimizer states as they are",
-       "",
-       {},
-       "Search"},
-      {"--all-gpus",
-       "",
-       "every catalog GPU, not only the common ones",
-       "",
-       {},
-       "Search"},
-      {"--global-batch",
-       "INT",
-       "sequences per optimizer step (training)",
-       "",
-       {},
-       "Search"},
-      {"--top", "INT", "plans to show", "10", {}, "Search"},
-  };
-  fit_options.insert(fit_options.end(), search.begin(), search.end());
-
-  return {
-      {"plan",
-       "per-GPU memory budget, verdict and fixes (the default)",
-       plan_options,
-       {"MODEL"}},
-      {"fit",
-       "search the setups that fit, cheapest first",
-       fit_options,
-       {"MODEL"}},
-      {"models", "list the catalog's models", output, {}},
-      {"gpus", "list the catalog's GPUs", output, {}},
   };
 }
 

@@ -1,3 +1,4 @@
+#include "cli/cli.hpp"
 #include "support.hpp"
 
 #include "oomplan/catalog.hpp"
@@ -146,7 +147,7 @@ TEST_CASE(
 TEST_CASE("docs: oomplan's man page passes groff and man without a warning",
           "[docs]") {
   const std::string man = render_man_page(
-      oomplan_commands(), oomplan_man_page("0.1.0", "2025-01-31"));
+      cli::command_docs(), oomplan_man_page("0.1.0", "2025-01-31"));
   const std::string path = temp_file("oomplan.1", man);
   if (!have("groff")) {
     WARN(
@@ -187,7 +188,7 @@ TEST_CASE(
     "[docs]") {
   const std::string script =
       temp_file("oomplan.bash",
-                render_bash_completion("oomplan", oomplan_commands(),
+                render_bash_completion("oomplan", cli::command_docs(),
                                        oomplan_global_options(), k_words));
   REQUIRE(shell("bash -n " + script).code == 0);
   // oomplan <TAB>: the commands and the catalog's models (and files).
@@ -221,7 +222,7 @@ TEST_CASE("docs: the zsh completion parses", "[docs]") {
     return;
   }
   const std::string zsh = render_zsh_completion(
-      "oomplan", oomplan_commands(), oomplan_global_options(), k_words);
+      "oomplan", cli::command_docs(), oomplan_global_options(), k_words);
   CHECK_THAT(zsh, Catch::StartsWith("#compdef oomplan\n"));
   // An _arguments spec: [ ] and : inside descriptions are escaped.
   CHECK_THAT(zsh, Catch::Contains("'--mode[infer, full, lora or qlora]:NAME:"
@@ -240,7 +241,7 @@ TEST_CASE("docs: the fish completion parses and completes", "[docs]") {
   }
   const std::string path =
       temp_file("oomplan.fish",
-                render_fish_completion("oomplan", oomplan_commands(),
+                render_fish_completion("oomplan", cli::command_docs(),
                                        oomplan_global_options(), k_words));
   REQUIRE(shell("fish --no-execute " + path).code == 0);
   const auto complete = [&](const std::string& line) {
@@ -280,7 +281,7 @@ TEST_CASE(
     "docs: the documented commands take exactly the flags the CLI "
     "registers",
     "[docs]") {
-  for (const CommandDoc& command : oomplan_commands()) {
+  for (const CommandDoc& command : cli::command_docs()) {
     INFO(command.name);
     const auto help = run_cli({command.name, "--help"});
     REQUIRE(help.code == 0);
@@ -300,7 +301,7 @@ TEST_CASE(
     CHECK(help_flags(help.out) == documented);
   }
   // Every row of the option table with a flag is in plan and fit.
-  const auto commands = oomplan_commands();
+  const auto commands = cli::command_docs();
   for (const OptionRow& row : option_rows()) {
     if (row.flag.empty()) {
       continue;
@@ -318,7 +319,7 @@ TEST_CASE("docs: the completions offer every model and card of the catalog",
           "[docs]") {
   const CompletionWords words = catalog_words();
   const std::string bash = render_bash_completion(
-      "oomplan", oomplan_commands(), oomplan_global_options(), words);
+      "oomplan", cli::command_docs(), oomplan_global_options(), words);
   for (const auto& m : words.models) {
     CHECK_THAT(bash, Catch::Contains(" " + m + " ") ||
                          Catch::Contains("'" + m + " ") ||

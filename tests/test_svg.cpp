@@ -422,10 +422,7 @@ TEST_CASE("svg: a fit with no plan says so", "[svg]") {
 void check_committed(const std::string& name, const std::string& svg) {
   namespace fs = std::filesystem;
   const fs::path committed = fs::path(OOMPLAN_TEST_DATA) / "readme" / name;
-  std::ifstream in(committed, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str() != svg) {
+  if (oomplan::test::read_file_text(committed) != svg) {
     const fs::path fresh = fs::path(OOMPLAN_TEST_OUTPUT) / "readme" / name;
     fs::create_directories(fresh.parent_path());
     std::ofstream(fresh, std::ios::binary) << svg;

@@ -2,7 +2,8 @@
 
 // The man page and the bash, zsh and fish completions, generated from a
 // neutral description of the command line (CommandDoc) that
-// oomplan_commands() fills from the option table (options.hpp). The build
+// cli::command_docs() reads from the CLI11 wiring (src/cli), itself built
+// from the option table (options.hpp). The build
 // runs src/tools/gen_docs.cpp to write them into the build tree for
 // `cmake --install`; nobody writes them by hand. Pure: descriptions in, text
 // out.
@@ -82,11 +83,6 @@ std::string render_fish_completion(const std::string& program,
                                    const std::vector<CommandDoc>& commands,
                                    const std::vector<OptionDoc>& globals,
                                    const CompletionWords& words);
-
-// oomplan's commands as the CLI registers them: plan and fit take every row
-// of the option table (options.hpp) plus their own options; every command
-// takes the output options.
-std::vector<CommandDoc> oomplan_commands();
 
 // --help and --version.
 std::vector<OptionDoc> oomplan_global_options();

@@ -3,6 +3,8 @@
 // as oomplan.1, oomplan.bash, _oomplan and oomplan.fish. The build runs it;
 // `cmake --install` installs what it wrote.
 
+#include "cli/cli.hpp"
+
 #include "oomplan/catalog.hpp"
 #include "oomplan/docs_gen.hpp"
 
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
     for (const auto& i : catalog.instances) {
       words.instances.push_back(i.name);
     }
-    const auto commands = oomplan::oomplan_commands();
+    const auto commands = oomplan::cli::command_docs();
     const auto globals = oomplan::oomplan_global_options();
     const bool ok =
         write(dir / "oomplan.1",
