@@ -484,14 +484,23 @@ struct LevelsHash {
   }
 };
 
+// What a setup's walk priority is made of: sums over the knobs (and the
+// worst risk).
+struct Terms {
+  double time = 1;  // one plus each knob's time factor less one
+  double risk = 0;  // risk weights and effort of the moves
+  int worst = 0;    // the worst risk of a move
+  int moves = 0;    // knobs moved
+};
+
 struct State {
   double priority = 0;
-  int moves = 0;
+  Terms terms;
   std::int64_t order = 0;
   Levels levels{};
   bool operator>(const State& o) const {
-    return std::tie(priority, moves, order) >
-           std::tie(o.priority, o.moves, o.order);
+    return std::tie(priority, terms.moves, order) >
+           std::tie(o.priority, o.terms.moves, o.order);
   }
 };
 
@@ -645,28 +654,43 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   auto& known = space.known;
   // Time deltas add: each move lengthens one term of the step (compute,
   // communication, offload traffic), and a term that dominates is not
-  // multiplied by the others.
-  auto priority = [&](const Levels& levels) {
-    double time = 1;
-    double risk = 0;
-    int worst = 0;
+  // multiplied by the others. The terms are sums over the knobs, so the walk
+  // updates them one knob at a time.
+  auto level_of = [&](std::size_t d, std::size_t l) -> const Dim::Level& {
+    return knobs[d].levels[l];
+  };
+  auto time_term = [&](std::size_t d, std::size_t l) {
+    return std::max(1.0, level_of(d, l).factor) - 1;
+  };
+  auto risk_term = [&](std::size_t d, std::size_t l) {
+    const Move& m = level_of(d, l).move;
+    return l > 0 ? risk_weight(m.risk) + m.effort : 0.0;
+  };
+  auto terms_of = [&](const Levels& levels) {
+    Terms t;
     for (std::size_t d = 0; d < knobs.size(); ++d) {
-      const Dim::Level& l =
-          knobs[d].levels[static_cast<std::size_t>(levels[d])];
-      time += std::max(1.0, l.factor) - 1;
-      risk += levels[d] > 0 ? risk_weight(l.move.risk) + l.move.effort : 0;
-      worst =
-          std::max(worst, levels[d] > 0 ? static_cast<int>(l.move.risk) : 0);
+      const auto l = static_cast<std::size_t>(levels[d]);
+      t.time += time_term(d, l);
+      t.risk += risk_term(d, l);
+      t.worst = std::max(
+          t.worst, l > 0 ? static_cast<int>(level_of(d, l).move.risk) : 0);
+      t.moves += l > 0 ? 1 : 0;
     }
+    return t;
+  };
+  auto priority_of = [&](const Terms& t) {
     switch (objective) {
       case Objective::fastest:
-        return time;
+        return t.time;
       case Objective::safest:
-        return 1000.0 * worst + time;
+        return 1000.0 * t.worst + t.time;
       case Objective::balanced:
         break;
     }
-    return time * (1 + risk);
+    return t.time * (1 + t.risk);
+  };
+  auto priority = [&](const Levels& levels) {
+    return priority_of(terms_of(levels));
   };
 
   // Minimal: undo each move (or lower it) while the rest still fits, the
@@ -792,16 +816,12 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   std::priority_queue<State, std::vector<State>, std::greater<>> open;
   std::unordered_set<Levels, LevelsHash> seen;
   std::int64_t order = 0;
-  auto push = [&](const Levels& levels) {
-    const double p = priority(levels);
+  auto push = [&](const Levels& levels, const Terms& terms) {
+    const double p = priority_of(terms);
     if (p >= bound || !seen.insert(levels).second) {
       return;  // no cheaper than what the seeds found, or seen
     }
-    int moves = 0;
-    for (std::size_t d = 0; d < knobs.size(); ++d) {
-      moves += levels[d] > 0 ? 1 : 0;
-    }
-    open.push(State{p, moves, order++, levels});
+    open.push(State{p, terms, order++, levels});
   };
   // A knob whose levels only get dearer is walked one level at a time.
   std::vector<bool> monotone(knobs.size(), true);
@@ -817,7 +837,7 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
       }
     }
   }
-  push(zero);
+  push(zero, terms_of(zero));
   int candidates = 0;
   const std::int64_t first_priced = m_priced;
   while (!open.empty() && m_priced - first_priced < k_max_priced &&
@@ -840,11 +860,18 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
           monotone[d]
               ? std::min<std::size_t>(s.levels[d] + 2u, knobs[d].levels.size())
               : knobs[d].levels.size();
-      for (std::size_t l = static_cast<std::size_t>(s.levels[d]) + 1; l < last;
-           ++l) {
+      const auto from = static_cast<std::size_t>(s.levels[d]);
+      for (std::size_t l = from + 1; l < last; ++l) {
         Levels next = s.levels;
         next[d] = static_cast<std::uint8_t>(l);
-        push(next);
+        Terms t = s.terms;
+        t.time += time_term(d, l) - time_term(d, from);
+        t.risk += risk_term(d, l) - risk_term(d, from);
+        t.moves += from == 0 ? 1 : 0;
+        t.worst = objective == Objective::safest
+                      ? terms_of(next).worst  // a maximum: recomputed
+                      : 0;
+        push(next, t);
       }
     }
   }
