@@ -622,3 +622,172 @@ TEST_CASE("check: --json follows the published oomplan.check/1 schema",
   check_schema(check_json({k_ds_zero3, k_torchtune_70b_lora, "--model",
                            "llama3-70b", "--gpus", "A100-40"}));
 }
+
+// --- oomplan plan --framework NAME.
+
+TEST_CASE("plan: --framework torchtune plans pure bf16 with the chunked loss",
+          "[check]") {
+  // torchtune's defaults (launch README): --mode full --dtype bf16
+  // --precision pure --loss chunked --checkpointing none --attn sdpa --fsdp
+  // --optimizer adamw.
+  const json framework =
+      plan_json({"llama3-8b", "--gpus", "2xH100", "--framework", "torchtune"});
+  const json spelled = plan_json(
+      {"llama3-8b", "--gpus", "2xH100", "--mode", "full", "--dtype", "bf16",
+       "--precision", "pure", "--loss", "chunked", "--checkpointing", "none",
+       "--attn", "sdpa", "--fsdp", "--optimizer", "adamw"});
+  CHECK(framework["setup"]["precision"] == "pure");
+  CHECK(framework["setup"]["loss"] == "chunked");
+  CHECK(framework["total_bytes"] == spelled["total_bytes"]);
+  CHECK(framework["setup"] == spelled["setup"]);
+  // Pure bf16 keeps 2 + 2 + 4 B per parameter for weights, gradients and
+  // AdamW's two states, mixed 16 B: the framework's plan is smaller.
+  const json mixed =
+      plan_json({"llama3-8b", "--gpus", "2xH100", "--mode", "full", "--fsdp"});
+  CHECK(framework["total_bytes"] < mixed["total_bytes"]);
+}
+
+TEST_CASE("plan: options given beat --framework's defaults", "[check]") {
+  const json both =
+      plan_json({"llama3-8b", "--gpus", "2xH100", "--framework", "torchtune",
+                 "--loss", "full", "--precision", "mixed"});
+  CHECK(both["setup"]["loss"] == "full");
+  CHECK(both["setup"]["precision"] == "mixed");
+  CHECK(both["total_bytes"] ==
+        plan_json({"llama3-8b", "--gpus", "2xH100", "--mode", "full", "--dtype",
+                   "bf16", "--precision", "mixed", "--loss", "full", "--attn",
+                   "sdpa", "--fsdp"})["total_bytes"]);
+  // fit takes it too; its plans are priced with the same defaults.
+  const auto fit = run_cli({"fit", "llama3-8b", "--gpus", "H100", "--framework",
+                            "torchtune", "--json", "--top", "1"});
+  INFO(fit.err);
+  CHECK(fit.code == 0);
+  const json plans = json::parse(fit.out)["plans"];
+  REQUIRE(!plans.empty());
+  CHECK(plans[0]["setup"]["precision"] == "pure");
+  const auto bad =
+      run_cli({"llama3-8b", "--gpus", "1xH100", "--framework", "megatron"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::StartsWith("oomplan: error: --framework"));
+  CHECK(lines(bad.err) == 1);
+}
+
+// --- vLLM's own spellings on plan and fit.
+
+TEST_CASE("plan: --engine vllm takes vLLM's flag spellings", "[check]") {
+  const json ours = plan_json({"llama3-70b", "--gpus",
+                               "4xA100-80",  "--engine",
+                               "vllm",       "--tp",
+                               "4",          "--gpu-util",
+                               "0.8",        "--max-model-len",
+                               "8192",       "--kv-dtype",
+                               "fp8",        "--max-num-seqs",
+                               "64",         "--max-num-batched-tokens",
+                               "4096",       "--enforce-eager",
+                               "--dtype",    "bf16"});
+  const std::vector<std::vector<std::string>> spellings = {
+      {"--tensor-parallel-size", "4", "--gpu-memory-utilization", "0.8",
+       "--max-model-len", "8192", "--kv-cache-dtype", "fp8", "--max-num-seqs",
+       "64", "--max-num-batched-tokens", "4096", "--enforce-eager", "--dtype",
+       "bfloat16"},
+      {"--tensor-parallel-size=4", "--gpu-memory-utilization=0.8",
+       "--max_model_len=8192", "--kv-cache-dtype=fp8_e4m3", "--max_num_seqs",
+       "64", "--max-num-batched-tokens=4096", "--enforce_eager",
+       "--dtype=bfloat16"},
+      {"-tp", "4", "--gpu_memory_utilization", "0.8", "--max-model-len", "8192",
+       "--kv_cache_dtype", "fp8", "--max-num-seqs", "64",
+       "--max_num_batched_tokens", "4096", "--enforce-eager", "--dtype",
+       "bf16"},
+  };
+  for (const auto& words : spellings) {
+    std::vector<std::string> args = {"llama3-70b", "--gpus", "4xA100-80",
+                                     "--engine", "vllm"};
+    args.insert(args.end(), words.begin(), words.end());
+    const json doc = plan_json(args);
+    INFO(doc["setup"].dump());
+    CHECK(doc["setup"] == ours["setup"]);
+    CHECK(doc["total_bytes"] == ours["total_bytes"]);
+  }
+  // --dtype float16 / half is fp16; auto is the default.
+  CHECK(plan_json({"llama3-8b", "--gpus", "1xH100", "--engine", "vllm",
+                   "--dtype", "half"})["setup"]["dtype"] == "fp16");
+  CHECK(plan_json({"llama3-8b", "--gpus", "1xH100", "--engine", "vllm",
+                   "--dtype", "auto"})["total_bytes"] ==
+        plan_json({"llama3-8b", "--gpus", "1xH100", "--engine",
+                   "vllm"})["total_bytes"]);
+  // --quantization / -q: AWQ weights.
+  CHECK(plan_json({"llama3-70b", "--gpus", "2xA100-80", "--engine", "vllm",
+                   "-q", "awq"})["setup"]["quant"] == "awq");
+  CHECK(plan_json({"llama3-70b", "--gpus", "2xA100-80", "--engine", "vllm",
+                   "--quantization", "awq_marlin"})["setup"]["quant"] == "awq");
+  // --pipeline-parallel-size.
+  CHECK(plan_json({"llama3-70b", "--gpus", "4xA100-80", "--engine", "vllm",
+                   "--pipeline-parallel-size", "2", "--tensor-parallel-size",
+                   "2"})["setup"]["pp"] == 2);
+}
+
+TEST_CASE("plan: re-run lines keep oomplan's own spellings", "[check]") {
+  // A plan that does not fit, so it lists fixes with their command lines.
+  const auto r =
+      run_cli({"llama3-70b", "--gpus", "1xA100-80", "--engine", "vllm",
+               "--tensor-parallel-size", "1", "--gpu-memory-utilization", "0.9",
+               "--dtype", "bfloat16", "--json"});
+  CHECK(r.code == 1);
+  const json doc = json::parse(r.out);
+  REQUIRE(!doc["fixes"].empty());
+  for (const json& fix : doc["fixes"]) {
+    const std::string args = fix["args"];
+    INFO(args);
+    CHECK(args.find("tensor-parallel") == std::string::npos);
+    CHECK(args.find("gpu-memory-utilization") == std::string::npos);
+    CHECK(args.find("bfloat16") == std::string::npos);
+  }
+}
+
+TEST_CASE("plan: a vLLM-only spelling without --engine vllm says to add it",
+          "[check]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--tensor-parallel-size", "4"},
+       "--tensor-parallel-size 4 is vLLM's spelling; add --engine vllm, or "
+       "write --tp 4"},
+      {{"--gpu-memory-utilization=0.8"},
+       "--gpu-memory-utilization 0.8 is vLLM's spelling; add --engine vllm, "
+       "or write --gpu-util 0.8"},
+      {{"--dtype", "bfloat16"},
+       "--dtype bfloat16 is vLLM's spelling; add --engine vllm, or write "
+       "--dtype bf16"},
+      {{"--max_model_len", "8192"},
+       "--max_model_len 8192 is vLLM's spelling; add --engine vllm, or write "
+       "--max-model-len 8192"},
+  };
+  for (const auto& [words, message] : cases) {
+    std::vector<std::string> args = {"llama3-70b", "--gpus", "4xA100-80"};
+    args.insert(args.end(), words.begin(), words.end());
+    const auto r = run_cli(args);
+    INFO(message);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "oomplan: error: " + message + "\n");
+  }
+  // oomplan's own spellings work with any engine.
+  CHECK(run_cli({"llama3-8b", "--gpus", "1xH100", "--dtype", "bf16"}).code ==
+        0);
+  CHECK(run_cli({"llama3-8b", "--gpus", "1xH100", "--engine", "vllm", "--dtype",
+                 "fp16"})
+            .code == 0);
+  // --framework vllm plans the vLLM engine, so its spellings apply.
+  const json fw = plan_json({"llama3-8b", "--gpus", "1xH100", "--framework",
+                             "vllm", "--gpu-memory-utilization", "0.8"});
+  CHECK(fw["setup"]["engine"] == "vllm");
+  CHECK(fw["setup"]["gpu_util"] == 0.8);
+  // fit too.
+  const auto fit = run_cli({"fit", "llama3-8b", "--gpus", "H100", "--engine",
+                            "vllm", "--max-model-len", "8192",
+                            "--gpu-memory-utilization", "0.8", "--top", "1"});
+  INFO(fit.err);
+  CHECK(fit.code == 0);
+  const auto fit_hf = run_cli({"fit", "llama3-8b", "--gpus", "H100",
+                               "--gpu-memory-utilization", "0.8"});
+  CHECK(fit_hf.code == 2);
+  CHECK_THAT(fit_hf.err, Catch::Contains("add --engine vllm"));
+}

@@ -92,6 +92,7 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
   if (!global_flag && !is_subcommand(app, first)) {
     args.insert(args.begin(), "plan");
   }
+  args = vllm_spellings(app, std::move(args));
 
   try {
     // CLI11 2.1.2 consumes the vector from the back.
