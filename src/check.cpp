@@ -145,6 +145,10 @@ CheckRow check_plan(const LaunchPlan& launch, const CheckTarget& target,
     throw Error(fmt::format("{}: {}", where, e.what()));
   }
   row.verdict = check_verdict(row.plan.budget);
+  if (const auto& vllm = row.plan.budget.vllm; vllm && !vllm->error.empty()) {
+    // Within the card, yet no plan: the verdict needs the reason.
+    row.notes.push_back(fmt::format("vLLM would not start: {}", vllm->error));
+  }
   return row;
 }
 

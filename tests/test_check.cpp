@@ -253,6 +253,28 @@ TEST_CASE("check: a plans file gives one row per entry with its own GPUs",
   CHECK_THAT(text.out, Catch::Contains("\n" + plans + "[1]  plans "));
 }
 
+TEST_CASE(
+    "check: a vLLM plan that would not start fails the gate and says "
+    "why",
+    "[check]") {
+  // Llama 3 70B's config.json says max_position_embeddings 8192, which vLLM
+  // refuses to exceed (vllm/config/model.py _get_and_verify_max_len).
+  const std::string plans = temp_file(
+      "check_vllm_len.json",
+      R"([{"model": "llama3-70b", "gpus": "4xA100-80", "engine": "vllm",
+           "max-model-len": 32768}])");
+  const Cleanup cleanup{{plans}};
+  const auto r = run_cli({"check", plans, "--json"});
+  CHECK(r.code == 1);
+  const json doc = parse_json(r);
+  const json& p = doc["plans"][0];
+  CHECK(p["verdict"] == "does not fit");
+  const std::vector<std::string> notes = p["notes"];
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::StartsWith("vLLM would not start: "));
+  CHECK_THAT(notes[0], Catch::Contains("32768"));
+}
+
 TEST_CASE("check: --model and --gpus fill what a DeepSpeed config leaves out",
           "[check]") {
   // DeepSpeed's defaults (--mode full, --precision mixed) under the file's
