@@ -742,6 +742,13 @@ TEST_CASE("plan: --engine vllm takes vLLM's flag spellings", "[check]") {
                    "-q", "awq"})["setup"]["quant"] == "awq");
   CHECK(plan_json({"llama3-70b", "--gpus", "2xA100-80", "--engine", "vllm",
                    "--quantization", "awq_marlin"})["setup"]["quant"] == "awq");
+  // vLLM's human lengths (vllm/engine/arg_utils.py human_readable_int):
+  // 32k = 32,000, 32K = 32 x 1024 = 32,768.
+  CHECK(plan_json({"llama3.1-8b", "--gpus", "1xH100", "--engine", "vllm",
+                   "--max-model-len", "32k"})["setup"]["max_model_len"] ==
+        32000);
+  CHECK(plan_json({"llama3.1-8b", "--gpus", "1xH100", "--engine", "vllm",
+                   "--max-model-len=32K"})["setup"]["max_model_len"] == 32768);
   // --pipeline-parallel-size.
   CHECK(plan_json({"llama3-70b", "--gpus", "4xA100-80", "--engine", "vllm",
                    "--pipeline-parallel-size", "2", "--tensor-parallel-size",

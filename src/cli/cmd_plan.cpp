@@ -264,6 +264,26 @@ std::vector<std::string> rewrite_vllm_spellings(const CLI::App& app,
     const bool inline_value = eq != std::string::npos;
     const bool own = app.get_option_no_throw(name) != nullptr;
     if (own && name != "--dtype") {
+      // vLLM spells --max-model-len and its scheduler limits as oomplan
+      // does, and also takes 32k there.
+      const bool human = vllm && (name == "--max-model-len" ||
+                                  name == "--max-num-batched-tokens");
+      if (human && (inline_value || i + 1 < args.size())) {
+        const std::string value =
+            inline_value ? word.substr(eq + 1) : args[i + 1];
+        std::optional<LaunchOption> option;
+        try {
+          option = translate_vllm_flag(name, value);
+        } catch (const Error&) {
+          option.reset();  // oomplan's own message reports it
+        }
+        if (option && option->flag == name) {
+          out.push_back(name);
+          out.push_back(option->value);
+          i += inline_value ? 0 : 1;
+          continue;
+        }
+      }
       out.push_back(word);
       continue;
     }
