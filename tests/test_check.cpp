@@ -182,6 +182,11 @@ TEST_CASE(
                                        "the required headroom\n"));
   CHECK_THAT(over.out,
              Catch::Contains("first fixes:\n  " + k_torchtune_70b_lora + ": "));
+  const auto none = run_cli({"check", "--gpus", "8xH100"});
+  CHECK(none.code == 2);
+  CHECK(none.err ==
+        "oomplan: error: missing FILE; give the launch configs to check, e.g. "
+        "oomplan check train.yaml --gpus 8xH100\n");
   const auto missing = run_cli(
       {"check", k_torchtune_lora, config("no-such.yaml"), "--gpus", "8xH100"});
   CHECK(missing.code == 2);

@@ -27,6 +27,10 @@ std::string parse_error_text(const CLI::ParseError& e) {
     return "missing MODEL; give a catalog name (oomplan models), a Hugging "
            "Face id or a path to a config.json";
   }
+  if (what == "FILE is required") {
+    return "missing FILE; give the launch configs to check, e.g. oomplan "
+           "check train.yaml --gpus 8xH100";
+  }
   constexpr std::string_view k_extras =
       "The following argument was not expected: ";
   constexpr std::string_view k_extras_plural =
