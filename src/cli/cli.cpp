@@ -27,6 +27,10 @@ std::string parse_error_text(const CLI::ParseError& e) {
     return "missing MODEL; give a catalog name (oomplan models), a Hugging "
            "Face id or a path to a config.json";
   }
+  if (what == "FILE is required") {
+    return "missing FILE; give the launch configs to check, e.g. oomplan "
+           "check train.yaml --gpus 8xH100";
+  }
   constexpr std::string_view k_extras =
       "The following argument was not expected: ";
   constexpr std::string_view k_extras_plural =
@@ -92,6 +96,7 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
   if (!global_flag && !is_subcommand(app, first)) {
     args.insert(args.begin(), "plan");
   }
+  args = vllm_spellings(app, std::move(args));
 
   try {
     // CLI11 2.1.2 consumes the vector from the back.

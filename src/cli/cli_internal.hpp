@@ -69,6 +69,14 @@ void add_plan_commands(CLI::App& root, Commands& commands);  // plan fit models
 void add_check_command(CLI::App& root, Commands& commands);
 void add_diagnose_command(CLI::App& root, Commands& commands);
 
+// vLLM's own flag spellings for plan and fit (`--tensor-parallel-size 4`,
+// `--gpu-memory-utilization=0.8`, `--dtype bfloat16`) rewritten to oomplan's
+// before CLI11 parses `args` (args[0] is the subcommand; other subcommands
+// pass unchanged). Without --engine vllm a vLLM-only spelling is an Error
+// that says to add it.
+std::vector<std::string> vllm_spellings(CLI::App& root,
+                                        std::vector<std::string> args);
+
 // --- Options.
 
 // One CLI11 option per row of the option table, in its help group.
