@@ -282,10 +282,13 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
 
 void add_check_command(CLI::App& root, Commands& commands) {
   auto options = std::make_shared<CheckCliOptions>();
-  CLI::App* app = root.add_subcommand(
-      "check",
+  CLI::App* app = commands.add(
+      root, "check",
       "plan each launch config (vLLM command, DeepSpeed, HF/TRL, accelerate, "
       "axolotl, torchtune, LLaMA-Factory, plan list): a CI gate");
+  if (app == nullptr) {
+    return;
+  }
   app->add_option("FILE", options->files,
                   "launch configs; files launched together (args.yaml "
                   "ds.json) are one plan")

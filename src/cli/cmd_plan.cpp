@@ -365,8 +365,11 @@ struct ListRenders {
 
 void add_list_command(CLI::App& root, Commands& commands, const char* name,
                       const char* summary, ListRenders renders) {
+  CLI::App* app = commands.add(root, name, summary);
+  if (app == nullptr) {
+    return;
+  }
   auto options = std::make_shared<OutputOptions>();
-  CLI::App* app = root.add_subcommand(name, summary);
   add_output_options(*app, *options);
   commands.push_back({app, [options, app, renders](Runtime& rt) {
                         const Format format = output_format(*options, *app);
@@ -395,10 +398,33 @@ std::vector<std::string> vllm_spellings(CLI::App& root,
   return rewrite_vllm_spellings(*apps.front(), std::move(args));
 }
 
+namespace {
+void add_plan(CLI::App& app, Commands& commands);
+void add_fit(CLI::App& app, Commands& commands);
+}  // namespace
+
 void add_plan_commands(CLI::App& root, Commands& commands) {
+  if (CLI::App* plan = commands.add(
+          root, "plan",
+          "per-GPU memory budget, verdict and fixes (the default)")) {
+    add_plan(*plan, commands);
+  }
+  if (CLI::App* fit_app = commands.add(
+          root, "fit", "search the setups that fit, cheapest first")) {
+    add_fit(*fit_app, commands);
+  }
+  add_list_command(
+      root, commands, "models", "list the catalog's models",
+      {render_models_text, render_models_json, render_models_markdown});
+  add_list_command(root, commands, "gpus", "list the catalog's GPUs",
+                   {render_gpus_text, render_gpus_json, render_gpus_markdown});
+}
+
+namespace {
+
+void add_plan(CLI::App& app, Commands& commands) {
+  CLI::App* plan = &app;
   auto plan_options = std::make_shared<PlanOptions>();
-  CLI::App* plan = root.add_subcommand(
-      "plan", "per-GPU memory budget, verdict and fixes (the default)");
   plan->add_option("MODEL", plan_options->model,
                    "catalog name or alias, Hugging Face id, or a path to "
                    "config.json / a model folder")
@@ -414,10 +440,11 @@ void add_plan_commands(CLI::App& root, Commands& commands) {
   commands.push_back({plan, [plan_options, plan](Runtime& rt) {
                         return run_plan(*plan_options, *plan, rt);
                       }});
+}
 
+void add_fit(CLI::App& app, Commands& commands) {
+  CLI::App* fit_app = &app;
   auto fit_options = std::make_shared<FitOptions>();
-  CLI::App* fit_app =
-      root.add_subcommand("fit", "search the setups that fit, cheapest first");
   fit_app->add_option("MODEL", fit_options->model, "as for plan")->required();
   fit_app
       ->add_option("--gpus", fit_options->gpus,
@@ -457,12 +484,8 @@ void add_plan_commands(CLI::App& root, Commands& commands) {
   commands.push_back({fit_app, [fit_options, fit_app](Runtime& rt) {
                         return run_fit(*fit_options, *fit_app, rt);
                       }});
-
-  add_list_command(
-      root, commands, "models", "list the catalog's models",
-      {render_models_text, render_models_json, render_models_markdown});
-  add_list_command(root, commands, "gpus", "list the catalog's GPUs",
-                   {render_gpus_text, render_gpus_json, render_gpus_markdown});
 }
+
+}  // namespace
 
 }  // namespace oomplan::cli
