@@ -2115,12 +2115,22 @@ struct LogScanner::Impl {
 
   // --- feeding ---
   void feed(std::string_view chunk) {
-    while (!chunk.empty()) {
-      const std::string_view slice = chunk.substr(0, k_slice);
+    while (!chunk.empty() && !m_d.stopped) {
+      // Slices end at every k_binary_probe_bytes of the stream, where the
+      // early stop is decided.
+      const auto to_probe = static_cast<std::size_t>(
+          k_binary_probe_bytes - m_d.bytes % k_binary_probe_bytes);
+      const std::string_view slice =
+          chunk.substr(0, std::min(k_slice, to_probe));
       chunk.remove_prefix(slice.size());
       count_bytes(slice);
       m_buf.append(slice);
       process(false);
+      if (m_d.bytes % k_binary_probe_bytes == 0 &&
+          (m_d.nul_bytes + m_d.invalid_utf8_bytes) * k_binary_stop_ratio >
+              m_d.bytes) {
+        m_d.stopped = true;
+      }
     }
   }
 
@@ -2721,7 +2731,8 @@ struct LogScanner::Impl {
     if (m_utf8_need > 0) {
       ++m_d.invalid_utf8_bytes;  // a sequence cut off by the end of the input
     }
-    m_d.binary = (m_d.nul_bytes + m_d.invalid_utf8_bytes) * 100 > m_d.bytes;
+    m_d.binary = m_d.stopped ||
+                 (m_d.nul_bytes + m_d.invalid_utf8_bytes) * 100 > m_d.bytes;
     explain(m_d);
     return std::move(m_d);
   }
@@ -2734,6 +2745,10 @@ LogScanner& LogScanner::operator=(LogScanner&&) noexcept = default;
 
 void LogScanner::feed(std::string_view chunk) {
   m_impl->feed(chunk);
+}
+
+bool LogScanner::done() const {
+  return m_impl->m_d.stopped;
 }
 
 Diagnosis LogScanner::finish() {
