@@ -288,6 +288,17 @@ struct Window {
     map[length] = static_cast<std::uint32_t>(raw);
     ++length;
   }
+  // `n` ordinary characters from raw offset `raw` on, at once (local
+  // pointers: the byte stores cannot alias `length` or the buffers).
+  void push_run(const char* from, std::size_t n, std::size_t raw) {
+    char* const out = text.data() + length;
+    std::uint32_t* const to = map.data() + length;
+    std::memcpy(out, from, n);
+    for (std::size_t k = 0; k < n; ++k) {
+      to[k] = static_cast<std::uint32_t>(raw + k);
+    }
+    length += n;
+  }
   std::size_t raw_offset(std::size_t i) const {
     return i < length ? map[i] : raw_size;
   }
@@ -665,6 +676,39 @@ std::size_t skip_line_prefix(std::string_view s, std::size_t i) {
 
 // Builds the normalized window of raw[0, raw.size()); `at_line_start` when
 // raw[0] begins a line (its prefix is then removed too).
+// A byte normalize() copies unchanged: not a control character, nor the
+// start of a caret escape ("^[[") or an HTML entity.
+bool is_ordinary(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u >= 0x20 && u != 0x7f && c != '^' && c != '&';
+}
+
+// The first byte at or after `i` that is not ordinary (raw.size() if none),
+// 16 bytes at a time.
+std::size_t ordinary_run_end(std::string_view raw, std::size_t i) {
+#if defined(__SSE2__)
+  const __m128i control = _mm_set1_epi8(0x1f);
+  while (i + 16 <= raw.size()) {
+    const __m128i v =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw.data() + i));
+    // Unsigned v <= 0x1f, or one of DEL, '^', '&'.
+    __m128i m = _mm_cmpeq_epi8(_mm_min_epu8(v, control), v);
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('^')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('&')));
+    const auto mask = static_cast<unsigned>(_mm_movemask_epi8(m));
+    if (mask != 0) {
+      return i + static_cast<std::size_t>(__builtin_ctz(mask));
+    }
+    i += 16;
+  }
+#endif
+  while (i < raw.size() && is_ordinary(raw[i])) {
+    ++i;
+  }
+  return i;
+}
+
 void normalize(std::string_view raw, bool at_line_start, Window& w) {
   if (w.text.size() < raw.size()) {
     w.text.resize(raw.size());
@@ -687,9 +731,11 @@ void normalize(std::string_view raw, bool at_line_start, Window& w) {
     }
     const char c = raw[i];
     const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f && c != '^' && c != '&') {
-      w.push(c, i);  // the common case: an ordinary character
-      ++i;
+    if (is_ordinary(c)) {
+      // The common case: a run of ordinary characters, copied as is.
+      const std::size_t j = ordinary_run_end(raw, i + 1);
+      w.push_run(raw.data() + i, j - i, i);
+      i = j;
       continue;
     }
     if (c == '\n') {
@@ -2115,12 +2161,22 @@ struct LogScanner::Impl {
 
   // --- feeding ---
   void feed(std::string_view chunk) {
-    while (!chunk.empty()) {
-      const std::string_view slice = chunk.substr(0, k_slice);
+    while (!chunk.empty() && !m_d.stopped) {
+      // Slices end at every k_binary_probe_bytes of the stream, where the
+      // early stop is decided.
+      const auto to_probe = static_cast<std::size_t>(
+          k_binary_probe_bytes - m_d.bytes % k_binary_probe_bytes);
+      const std::string_view slice =
+          chunk.substr(0, std::min(k_slice, to_probe));
       chunk.remove_prefix(slice.size());
       count_bytes(slice);
       m_buf.append(slice);
       process(false);
+      if (m_d.bytes % k_binary_probe_bytes == 0 &&
+          (m_d.nul_bytes + m_d.invalid_utf8_bytes) * k_binary_stop_ratio >
+              m_d.bytes) {
+        m_d.stopped = true;
+      }
     }
   }
 
@@ -2721,7 +2777,8 @@ struct LogScanner::Impl {
     if (m_utf8_need > 0) {
       ++m_d.invalid_utf8_bytes;  // a sequence cut off by the end of the input
     }
-    m_d.binary = (m_d.nul_bytes + m_d.invalid_utf8_bytes) * 100 > m_d.bytes;
+    m_d.binary = m_d.stopped ||
+                 (m_d.nul_bytes + m_d.invalid_utf8_bytes) * 100 > m_d.bytes;
     explain(m_d);
     return std::move(m_d);
   }
@@ -2734,6 +2791,10 @@ LogScanner& LogScanner::operator=(LogScanner&&) noexcept = default;
 
 void LogScanner::feed(std::string_view chunk) {
   m_impl->feed(chunk);
+}
+
+bool LogScanner::done() const {
+  return m_impl->m_d.stopped;
 }
 
 Diagnosis LogScanner::finish() {

@@ -401,8 +401,13 @@ struct FixList {
   std::vector<OomFix> fixes;
   void add(std::string id, std::string title, std::string args,
            std::string cost) {
-    fixes.push_back({static_cast<int>(fixes.size()) + 1, std::move(id),
-                     std::move(title), std::move(args), std::move(cost)});
+    OomFix fix;
+    fix.rank = static_cast<int>(fixes.size()) + 1;
+    fix.id = std::move(id);
+    fix.title = std::move(title);
+    fix.args = std::move(args);
+    fix.cost = std::move(cost);
+    fixes.push_back(std::move(fix));
   }
 };
 

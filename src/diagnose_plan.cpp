@@ -1,11 +1,16 @@
 #include "diagnose_internal.hpp"
 
 #include "oomplan/diagnose.hpp"
+#include "oomplan/plan.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // Context mode: what the plan of the job's setup says against what its log
@@ -13,8 +18,85 @@
 // from the scanner.
 
 namespace oomplan {
+namespace {
 
 using diag::size;
+
+// Two capacities differ when they are more than 2 % apart: the same card
+// reads a little differently across drivers (a 24 GB card shows 23.58 to
+// 23.69 GiB), another card is further off.
+bool capacities_differ(Bytes log, Bytes plan) {
+  return std::llabs(log - plan) * 50 > plan;
+}
+
+// The generic fixes (diagnose_explain.cpp) for knobs the planner prices: in
+// context mode the advisor's priced fixes replace them.
+constexpr std::array<std::string_view, 10> k_priced_ids = {
+    "reduce-batch",    "gradient-checkpointing", "shorter-sequence",
+    "8-bit-optimizer", "efficient-attention",    "raise-gpu-memory-utilization",
+    "kv-cache-fp8",    "tensor-parallel",        "smaller-profile",
+    "quantize-weights"};
+// The hint to run context mode, which is what is running.
+constexpr std::string_view k_plan_hint_id = "plan-the-setup";
+
+bool priced_by_advisor(const OomFix& fix) {
+  return std::find(k_priced_ids.begin(), k_priced_ids.end(), fix.id) !=
+         k_priced_ids.end();
+}
+
+// The log's vLLM settings and start-up profile against the plan's (the
+// message alone is compare_with_plan's).
+std::vector<std::string> compare_vllm_context(const OomMessage& m,
+                                              const LogContext& ctx,
+                                              const Plan& plan) {
+  std::vector<std::string> out;
+  const VllmProfile& v = *plan.budget.vllm;
+  if (!m.capacity_bytes && ctx.vllm_total_bytes &&
+      capacities_differ(*ctx.vllm_total_bytes, plan.budget.capacity_bytes)) {
+    out.push_back(fmt::format(
+        "the log's GPU has {}, the plan's card {}: check --gpus",
+        size(*ctx.vllm_total_bytes), size(plan.budget.capacity_bytes)));
+  }
+  if (m.max_seq_len && *m.max_seq_len != plan.setup.max_model_len) {
+    out.push_back(fmt::format(
+        "the log's max seq len is {}, the plan's {}: give --max-model-len {}",
+        *m.max_seq_len, plan.setup.max_model_len, *m.max_seq_len));
+  }
+  const std::optional<double> util =
+      m.gpu_util ? m.gpu_util : ctx.vllm_gpu_util;
+  if (util && std::fabs(*util - plan.setup.gpu_util) > 0.005) {
+    out.push_back(fmt::format(
+        "the log's gpu_memory_utilization is {}, the plan's {}: give "
+        "--gpu-util {}",
+        *util, plan.setup.gpu_util, *util));
+  }
+  if (!m.free_bytes && ctx.vllm_kv_cache_bytes &&
+      m.kind != OomKind::vllm_startup_free_memory) {
+    out.push_back(fmt::format(
+        "the plan's KV-cache pool is {}; the log's start-up profile has {}",
+        size(v.kv_cache_bytes), size(*ctx.vllm_kv_cache_bytes)));
+  }
+  return out;
+}
+
+OomFix from_advisor(const Plan& plan, const Fix& fix) {
+  OomFix f;
+  f.id = fix.id;
+  f.title = fix.title;
+  const Gpu& gpu = fix.gpu != nullptr ? *fix.gpu : *plan.gpu;
+  f.args =
+      "oomplan " + plan_args(plan.model_arg, *plan.model, gpu, fix.request);
+  f.cost = fix.cost;
+  f.group = fix_group_name(fix.group);
+  f.total_bytes = fix.total_bytes;
+  f.fits = fix.fits;
+  for (const LaunchBlock& block : fix.launch) {
+    f.launch.push_back(block.framework + ": " + block.text);
+  }
+  return f;
+}
+
+}  // namespace
 
 std::vector<std::string> compare_with_plan(const OomMessage& m,
                                            const Budget& plan) {
@@ -117,6 +199,45 @@ std::vector<std::string> compare_with_plan(const OomMessage& m,
                               size(total), size(plan.usable_bytes)));
   }
   return out;
+}
+
+void add_plan_context(Diagnosis& d, const Plan& plan) {
+  d.plan = &plan;
+  d.plan_evidence.clear();
+  if (d.messages.empty()) {
+    return;
+  }
+  const OomMessage& m = d.messages.front();
+  d.plan_evidence = compare_with_plan(m, plan.budget);
+  if (plan.budget.vllm && m.format == OomFormat::vllm) {
+    for (std::string& line : compare_vllm_context(m, d.context, plan)) {
+      d.plan_evidence.push_back(std::move(line));
+    }
+  }
+
+  const bool advised = !plan.fixes.empty();
+  std::vector<OomFix> own;
+  for (OomFix& fix : d.fixes) {
+    if (fix.id != k_plan_hint_id && !(advised && priced_by_advisor(fix))) {
+      own.push_back(std::move(fix));
+    }
+  }
+  std::vector<OomFix> advisor;
+  advisor.reserve(plan.fixes.size());
+  for (const Fix& fix : plan.fixes) {
+    advisor.push_back(from_advisor(plan, fix));
+  }
+  const bool advisor_first =
+      d.cause == OomCause::shortfall || d.cause == OomCause::large_allocation;
+  std::vector<OomFix>& first = advisor_first ? advisor : own;
+  std::vector<OomFix>& second = advisor_first ? own : advisor;
+  d.fixes.clear();
+  for (auto* list : {&first, &second}) {
+    for (OomFix& fix : *list) {
+      fix.rank = static_cast<int>(d.fixes.size()) + 1;
+      d.fixes.push_back(std::move(fix));
+    }
+  }
 }
 
 }  // namespace oomplan

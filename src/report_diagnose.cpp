@@ -1,10 +1,13 @@
 #include "diagnose_internal.hpp"
+#include "report_internal.hpp"
 
 #include "oomplan/diagnose.hpp"
+#include "oomplan/plan.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -129,6 +132,39 @@ struct Style {
   }
 };
 
+std::string plural(std::int64_t n, std::string_view word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+// "not a text log (N of the [first] M bytes are NUL or invalid UTF-8)"
+std::string binary_reason(const Diagnosis& d) {
+  return fmt::format("{} of {}{} bytes are NUL or invalid UTF-8",
+                     d.nul_bytes + d.invalid_utf8_bytes,
+                     d.stopped ? "the first " : "", d.bytes);
+}
+
+// Context mode: the plan's setup line and its verdict.
+std::string plan_line(const Plan& plan) {
+  return setup_line(*plan.model, plan.gpu, plan.request, plan.setup);
+}
+
+std::string plan_verdict(const Plan& plan) {
+  const Budget& b = plan.budget;
+  std::string out =
+      fmt::format("{} per GPU of {} usable: {}", size(b.total_bytes()),
+                  size(b.usable_bytes), b.fits() ? "fits" : "does not fit");
+  if (b.vllm && !b.vllm->error.empty()) {
+    out += " (vLLM would not start)";
+  }
+  return out;
+}
+
+// An advisor fix's priced outcome: "new peak 22.99 GiB per GPU, fits".
+std::string priced(const OomFix& f) {
+  return fmt::format("new peak {} per GPU, {}", size(f.total_bytes.value_or(0)),
+                     f.fits.value_or(false) ? "fits" : "does not fit");
+}
+
 }  // namespace
 
 std::string render_diagnosis_text(const Diagnosis& d, bool color) {
@@ -139,16 +175,13 @@ std::string render_diagnosis_text(const Diagnosis& d, bool color) {
     out.push_back('\n');
   };
   if (d.binary) {
-    put(
-        fmt::format("oomplan diagnose: {} — not a text log ({} of {} bytes "
-                    "are NUL or invalid UTF-8)",
-                    s.wrap("1;31", "binary input"),
-                    d.nul_bytes + d.invalid_utf8_bytes, d.bytes));
+    put(fmt::format("oomplan diagnose: {} — not a text log ({})",
+                    s.wrap("1;31", "binary input"), binary_reason(d)));
     return out;
   }
   if (d.messages.empty()) {
-    put(fmt::format("oomplan diagnose: no out-of-memory message in {} line{}",
-                    d.lines, d.lines == 1 ? "" : "s"));
+    put(fmt::format("oomplan diagnose: no out-of-memory message in {}",
+                    plural(d.lines, "line")));
     return out;
   }
   const OomMessage& m = d.messages.front();
@@ -169,13 +202,27 @@ std::string render_diagnosis_text(const Diagnosis& d, bool color) {
   for (const std::string& e : d.evidence) {
     put("  - " + e);
   }
+  if (d.plan != nullptr) {
+    put("");
+    put("plan: " + plan_line(*d.plan));
+    put("  " + plan_verdict(*d.plan));
+    for (const std::string& e : d.plan_evidence) {
+      put("  - " + e);
+    }
+  }
   if (!d.fixes.empty()) {
     put("");
     put("fixes:");
     for (const OomFix& f : d.fixes) {
       put(fmt::format("  {}. {}", f.rank, f.title));
       put("     " + s.wrap("1", f.args));
+      for (const std::string& line : f.launch) {
+        put("     " + line);
+      }
       put(s.wrap("2", "     cost: " + f.cost));
+      if (!f.group.empty()) {
+        put(s.wrap("2", "     " + priced(f)));
+      }
     }
   }
   return out;
@@ -215,14 +262,50 @@ std::string render_diagnosis_json(const Diagnosis& d) {
   doc["evidence"] = d.evidence;
   Json fixes = Json::array();
   for (const OomFix& f : d.fixes) {
-    fixes.push_back({{"rank", f.rank},
-                     {"id", f.id},
-                     {"title", f.title},
-                     {"args", f.args},
-                     {"cost", f.cost}});
+    Json j = {{"rank", f.rank},
+              {"id", f.id},
+              {"title", f.title},
+              {"args", f.args},
+              {"cost", f.cost}};
+    if (!f.group.empty()) {
+      j["group"] = f.group;
+      j["total_bytes"] = or_null(f.total_bytes);
+      j["fits"] = or_null(f.fits);
+      j["launch"] = f.launch;
+    }
+    fixes.push_back(std::move(j));
   }
   doc["fixes"] = std::move(fixes);
   doc["binary"] = d.binary;
+  if (d.plan != nullptr) {
+    const Plan& plan = *d.plan;
+    const Budget& b = plan.budget;
+    Json p;
+    p["args"] = plan_args(plan.model_arg, *plan.model, *plan.gpu, plan.request);
+    p["model"] = plan.model->name;
+    p["gpu"] = {{"name", plan.gpu->name},
+                {"count", plan.setup.total_gpus()},
+                {"capacity_bytes", plan.gpu->capacity_bytes}};
+    p["total_bytes"] = b.total_bytes();
+    p["usable_bytes"] = b.usable_bytes;
+    p["fits"] = b.fits();
+    p["peak"] = {{"allocated_bytes", b.peak.allocated_bytes},
+                 {"reserved_bytes", b.peak.reserved_bytes},
+                 {"device_bytes", b.peak.device_bytes},
+                 {"phase", phase_name(b.peak.phase)}};
+    if (b.vllm) {
+      const VllmProfile& v = *b.vllm;
+      p["vllm"] = {{"kv_cache_bytes", v.kv_cache_bytes},
+                   {"kv_bytes_per_token", v.kv_bytes_per_token},
+                   {"kv_tokens", v.kv_tokens},
+                   {"max_model_len_fit", v.max_model_len_fit},
+                   {"error", v.error.empty() ? Json(nullptr) : Json(v.error)}};
+    } else {
+      p["vllm"] = nullptr;
+    }
+    p["evidence"] = d.plan_evidence;
+    doc["plan"] = std::move(p);
+  }
   // Every string is valid UTF-8 (the scanner replaces invalid bytes), so
   // dump cannot throw; replace anyway rather than let a library error out.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -237,14 +320,15 @@ std::string render_diagnosis_markdown(const Diagnosis& d) {
   if (d.binary) {
     put("### oomplan diagnose: not a text log");
     put("");
-    put(fmt::format("{} of {} bytes are NUL or invalid UTF-8.",
-                    d.nul_bytes + d.invalid_utf8_bytes, d.bytes));
+    std::string reason = binary_reason(d);
+    reason[0] = static_cast<char>(std::toupper(reason[0]));
+    put(reason + ".");
     return out;
   }
   if (d.messages.empty()) {
     put("### oomplan diagnose: no out-of-memory message");
     put("");
-    put(fmt::format("Scanned {} line{}.", d.lines, d.lines == 1 ? "" : "s"));
+    put(fmt::format("Scanned {}.", plural(d.lines, "line")));
     return out;
   }
   const OomMessage& m = d.messages.front();
@@ -275,12 +359,30 @@ std::string render_diagnosis_markdown(const Diagnosis& d) {
     }
     put("");
   }
+  if (d.plan != nullptr) {
+    put("**Plan**");
+    put("");
+    put(plan_line(*d.plan) + ": " + plan_verdict(*d.plan) + ".");
+    put("");
+    for (const std::string& e : d.plan_evidence) {
+      put("- " + e);
+    }
+    if (!d.plan_evidence.empty()) {
+      put("");
+    }
+  }
   if (!d.fixes.empty()) {
     put("**Fixes**");
     put("");
     for (const OomFix& f : d.fixes) {
-      put(fmt::format("{}. **{}**: `{}` (cost: {})", f.rank, f.title, f.args,
-                      f.cost));
+      std::string line =
+          fmt::format("{}. **{}**: `{}`", f.rank, f.title, f.args);
+      for (const std::string& l : f.launch) {
+        line += fmt::format(", `{}`", l);
+      }
+      line += fmt::format(" (cost: {}", f.cost);
+      line += f.group.empty() ? ")" : fmt::format("; {})", priced(f));
+      put(line);
     }
   }
   return out;

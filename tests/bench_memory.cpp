@@ -7,7 +7,8 @@
 //   fine-tuning over the common cards up to 64 GPUs;
 //   3. `oomplan diagnose` scanner throughput: 1 GiB of training/serving log
 //   lines fed from memory in 1 MiB chunks, an OOM in the middle and at the
-//   end.
+//   end; and the whole `oomplan diagnose LOG` process on a 256 MiB log file
+//   (CPU and wall time, peak RSS via wait4).
 // CPU time, not wall time: it does not depend on what else the machine runs.
 // Usage: oomplan_bench [path/to/oomplan]
 //        oomplan_bench --diagnose LOG   (scan a file in 1 MiB chunks: time,
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <iterator>
 #include <spawn.h>
@@ -60,9 +62,18 @@ double evaluations_per_second(const oomplan::Model& model,
   return n / elapsed;
 }
 
-// Median CPU time (user + system) of `runs` runs of `argv`, stdout and
-// stderr to /dev/null.
-double median_process_seconds(const std::vector<std::string>& args, int runs) {
+// One finished process: its CPU time (user + system), wall time and peak
+// resident memory, as wait4() reports them.
+struct ProcessRun {
+  double cpu_seconds = 0;
+  double wall_seconds = 0;
+  long max_rss_kib = 0;
+};
+
+// `runs` runs of `argv`, stdout and stderr to /dev/null; empty when a spawn
+// fails.
+std::vector<ProcessRun> run_processes(const std::vector<std::string>& args,
+                                      int runs) {
   std::vector<char*> argv;
   for (const auto& arg : args) {
     argv.push_back(const_cast<char*>(arg.c_str()));
@@ -74,12 +85,14 @@ double median_process_seconds(const std::vector<std::string>& args, int runs) {
                                    O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null",
                                    O_WRONLY, 0);
-  std::vector<double> times;
+  std::vector<ProcessRun> out;
   for (int i = 0; i < runs; ++i) {
+    const auto start = Clock::now();
     pid_t pid = 0;
     if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) !=
         0) {
-      return -1;
+      out.clear();
+      break;
     }
     int status = 0;
     rusage usage{};
@@ -88,9 +101,22 @@ double median_process_seconds(const std::vector<std::string>& args, int runs) {
       return static_cast<double>(t.tv_sec) +
              static_cast<double>(t.tv_usec) * 1e-6;
     };
-    times.push_back(seconds(usage.ru_utime) + seconds(usage.ru_stime));
+    out.push_back({seconds(usage.ru_utime) + seconds(usage.ru_stime),
+                   seconds_since(start), usage.ru_maxrss});
   }
   posix_spawn_file_actions_destroy(&actions);
+  return out;
+}
+
+// Median CPU time (user + system) of `runs` runs of `argv`.
+double median_process_seconds(const std::vector<std::string>& args, int runs) {
+  std::vector<double> times;
+  for (const ProcessRun& run : run_processes(args, runs)) {
+    times.push_back(run.cpu_seconds);
+  }
+  if (times.empty()) {
+    return -1;
+  }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -167,6 +193,47 @@ int diagnose_file(const char* path) {
   return 0;
 }
 
+// The whole `oomplan diagnose LOG` process on a generated 256 MiB log (an
+// OOM in the middle and at the end), written to the temp folder and removed:
+// the median of 3 runs' CPU and wall time, and the largest peak RSS.
+void diagnose_binary(const std::string& binary, const std::string& block) {
+  char path[] = "/tmp/oomplan_bench_XXXXXX.log";
+  const int fd = mkstemps(path, 4);
+  if (fd < 0) {
+    std::perror("mkstemps");
+    return;
+  }
+  std::FILE* file = fdopen(fd, "wb");
+  constexpr int k_blocks = 256;
+  for (int i = 0; i < k_blocks; ++i) {
+    std::fwrite(block.data(), 1, block.size(), file);
+    if (i == k_blocks / 2 - 1 || i == k_blocks - 1) {
+      std::fputs(k_oom, file);
+    }
+  }
+  std::fclose(file);
+  const std::vector<ProcessRun> runs =
+      run_processes({binary, "diagnose", path}, 3);
+  std::remove(path);
+  if (runs.empty()) {
+    return;
+  }
+  std::vector<double> cpu;
+  std::vector<double> wall;
+  long rss = 0;
+  for (const ProcessRun& run : runs) {
+    cpu.push_back(run.cpu_seconds);
+    wall.push_back(run.wall_seconds);
+    rss = std::max(rss, run.max_rss_kib);
+  }
+  std::sort(cpu.begin(), cpu.end());
+  std::sort(wall.begin(), wall.end());
+  std::printf(
+      "`oomplan diagnose` on a 256 MiB log: %.2f s CPU, %.2f s wall (median "
+      "of 3), peak RSS %.1f MiB (goal: 1 GiB in < 2 s, < 20 MB)\n",
+      cpu[1], wall[1], static_cast<double>(rss) / 1024);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,6 +289,7 @@ int main(int argc, char** argv) {
   }
 
   const std::string block = log_block();
+  diagnose_binary(binary, block);
   oomplan::LogScanner scanner;
   const auto scan_start = Clock::now();
   for (int i = 0; i < 1024; ++i) {

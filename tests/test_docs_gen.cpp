@@ -194,10 +194,15 @@ TEST_CASE(
   // oomplan <TAB>: the commands and the catalog's models (and files).
   const std::string first = bash_complete(script, "oomplan ll");
   CHECK(first == "llama-3-70b\nllama-3-8b\n");
-  // (check and diagnose follow gpus when this build has them.)
-  const std::string all = bash_complete(script, "oomplan ''");
-  CHECK_THAT(all, Catch::StartsWith("plan\nfit\nmodels\ngpus\n"));
-  CHECK_THAT(all, Catch::Contains("\nllama-3-70b\n"));
+  // Every command in registration order (plan fit models gpus, then the
+  // others), then the models.
+  std::string commands;
+  for (const CommandDoc& doc : cli::command_docs()) {
+    commands.append(doc.name).append("\n");
+  }
+  CHECK_THAT(commands, Catch::StartsWith("plan\nfit\nmodels\ngpus\n"));
+  commands.append("llama-3-70b\n");
+  CHECK_THAT(bash_complete(script, "oomplan ''"), Catch::StartsWith(commands));
   // Options of the default command after a model, and their values.
   CHECK(bash_complete(script, "oomplan llama3-70b --mo") == "--mode\n");
   CHECK(bash_complete(script, "oomplan llama3-70b --mode ''") ==

@@ -346,10 +346,7 @@ std::string temp_file(const std::string& name, const std::string& text) {
   return path.string();
 }
 
-TEST_CASE(
-    "schema: oomplan diagnose and check output validate when this "
-    "build has them",
-    "[schema]") {
+TEST_CASE("schema: oomplan diagnose and check output validate", "[schema]") {
   // PyTorch 2.x's message (c10/cuda/CUDACachingAllocator.cpp), one line.
   const std::string log = temp_file(
       "oomplan_schema_oom.log",
@@ -359,15 +356,9 @@ TEST_CASE(
       "in use. Of the allocated memory 74.20 GiB is allocated by PyTorch, "
       "and 2.10 GiB is reserved by PyTorch but unallocated.\n");
   const auto diagnose = run_cli({"diagnose", log, "--json"});
-  if (diagnose.err.find("not part of this build") != std::string::npos) {
-    WARN(
-        "oomplan diagnose is not in this build; its schema is checked "
-        "against DESIGN's example only");
-  } else {
-    INFO(diagnose.err);
-    REQUIRE(!diagnose.out.empty());
-    check_document("oomplan.diagnosis/1", Json::parse(diagnose.out));
-  }
+  INFO(diagnose.err);
+  REQUIRE(!diagnose.out.empty());
+  check_document("oomplan.diagnosis/1", Json::parse(diagnose.out));
   // A DeepSpeed config (ZeRO-3) planned for a model and GPUs given on the
   // command line.
   const std::string config = temp_file(
@@ -376,15 +367,9 @@ TEST_CASE(
           "zero_optimization": {"stage": 3}})");
   const auto check = run_cli(
       {"check", config, "--model", "llama3-8b", "--gpus", "8xH100", "--json"});
-  if (check.err.find("not part of this build") != std::string::npos) {
-    WARN(
-        "oomplan check is not in this build; its schema is checked against "
-        "DESIGN's example only");
-  } else {
-    INFO(check.err);
-    REQUIRE(!check.out.empty());
-    check_document("oomplan.check/1", Json::parse(check.out));
-  }
+  INFO(check.err);
+  REQUIRE(!check.out.empty());
+  check_document("oomplan.check/1", Json::parse(check.out));
   std::remove(log.c_str());
   std::remove(config.c_str());
 }

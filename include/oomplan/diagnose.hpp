@@ -19,6 +19,10 @@
 //
 // Exit semantics for the CLI (DESIGN exit codes): `binary` -> 2 (bad input);
 // else `count == 0` -> 1 (no out-of-memory message); else 0.
+//
+// Context mode (`oomplan diagnose LOG MODEL --gpus ...`): add_plan_context()
+// sets the plan of the job's setup beside the diagnosis: the comparisons of
+// compare_with_plan() and the advisor's fixes merged with the cause's own.
 
 #include "oomplan/memory.hpp"
 #include "oomplan/units.hpp"
@@ -133,6 +137,15 @@ struct OomFix {
   std::string title;
   std::string args;
   std::string cost;
+  // Context mode, the advisor's fixes (Plan::fixes): `args` is then the
+  // oomplan command that plans the fixed setup, and these say its DESIGN
+  // group ("same-hardware", ...; empty for the cause's own fixes), the fixed
+  // plan's per-GPU total, whether it fits, and the settings each framework
+  // needs ("vLLM: --kv-cache-dtype fp8").
+  std::string group;
+  std::optional<Bytes> total_bytes;
+  std::optional<bool> fits;
+  std::vector<std::string> launch;
 };
 
 enum class OomCause {
@@ -149,6 +162,16 @@ std::string_view oom_cause_name(OomCause cause);
 
 inline constexpr std::size_t k_max_messages = 100;
 
+// Reading stops early once the input is clearly binary (/dev/zero, a
+// compressed or UTF-16 file): at every whole k_binary_probe_bytes of the
+// stream, more than 1 byte in k_binary_stop_ratio so far was NUL or invalid
+// UTF-8. Checked at fixed stream offsets, so any split of the input into
+// chunks stops at the same byte.
+inline constexpr std::int64_t k_binary_probe_bytes = std::int64_t{1} << 20;
+inline constexpr std::int64_t k_binary_stop_ratio = 10;
+
+struct Plan;  // plan.hpp
+
 struct Diagnosis {
   std::vector<OomMessage> messages;      // the first k_max_messages, log order
   std::int64_t count = 0;                // every message found
@@ -159,10 +182,19 @@ struct Diagnosis {
   // Input that is not text: NUL bytes and invalid UTF-8 together above
   // 1 % of the bytes (the CLI exits 2).
   bool binary = false;
+  // Reading stopped early because the input is clearly binary (see
+  // k_binary_probe_bytes); `bytes` counts what was read.
+  bool stopped = false;
   std::int64_t bytes = 0;  // bytes scanned
   std::int64_t lines = 0;  // lines scanned (a last line without '\n' counts)
   std::int64_t nul_bytes = 0;
   std::int64_t invalid_utf8_bytes = 0;
+  // Context mode (add_plan_context): the plan of the job's setup, and the
+  // lines comparing it with the first message (compare_with_plan and the
+  // log's vLLM profile). Null without context; REQUIRES the Plan to outlive
+  // the Diagnosis.
+  const Plan* plan = nullptr;
+  std::vector<std::string> plan_evidence;
 };
 
 class LogScanner {
@@ -174,8 +206,12 @@ class LogScanner {
   LogScanner(LogScanner&&) noexcept;
   LogScanner& operator=(LogScanner&&) noexcept;
 
-  // Any split of the log into chunks gives the same result.
+  // Any split of the log into chunks gives the same result. Ignored once
+  // done().
   void feed(std::string_view chunk);
+  // True once the input is clearly binary (k_binary_probe_bytes): the caller
+  // stops reading; finish() reports `binary` and `stopped`.
+  bool done() const;
   // The diagnosis of everything fed. Call once; the scanner is spent.
   Diagnosis finish();
 
@@ -204,9 +240,28 @@ void explain(Diagnosis& diagnosis);
 std::vector<std::string> compare_with_plan(const OomMessage& message,
                                            const Budget& plan);
 
+// Context mode: sets `diagnosis.plan` to `plan` (the whole pipeline's plan
+// of the job's setup, make_plan) and, when the log holds a message, its
+// comparison lines (compare_with_plan, plus the log's vLLM start-up profile
+// and max seq len against the plan's) and the fixes merged and re-ranked:
+//   - the advisor's fixes (plan.fixes, each priced by the pipeline) replace
+//     the generic fixes for the knobs the planner prices (batch,
+//     checkpointing, sequence length, 8-bit optimizer, attention, vLLM
+//     utilization, KV dtype, tensor parallelism, quantization) and the "plan
+//     the setup" hint; without advisor fixes (the plan fits with room) the
+//     generic ones stay;
+//   - shortfall and large_allocation list the advisor's fixes first; every
+//     other cause keeps its own first (expandable segments and empty_cache
+//     for fragmentation, finding the other process, vLLM's own estimate of
+//     the max model length).
+// REQUIRES: `plan` outlives `diagnosis`.
+void add_plan_context(Diagnosis& diagnosis, const Plan& plan);
+
 // Rendering (report_diagnose.cpp): text for a terminal (ANSI styles when
 // `color`), JSON exactly `oomplan.diagnosis/1` (plus `source`,
-// `allowed_bytes` per message and `binary`), and Markdown.
+// `allowed_bytes` per message, `binary` and, in context mode, `plan` and the
+// advisor fixes' `group`, `total_bytes`, `fits` and `launch`; `cause` is null
+// when `count` is 0), and Markdown.
 std::string render_diagnosis_text(const Diagnosis& diagnosis,
                                   bool color = false);
 std::string render_diagnosis_json(const Diagnosis& diagnosis);

@@ -90,12 +90,6 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
     // The names alone tell a subcommand from a MODEL.
     CLI::App names{k_description, "oomplan"};
     build(names, "");
-    if ((first == "diagnose" || first == "check") &&
-        !is_subcommand(names, first)) {
-      // DESIGN §1 names them; say so rather than "unknown model 'diagnose'".
-      throw Error(fmt::format(
-          "'oomplan {}' is not part of this build; see oomplan --help", first));
-    }
     if (!global_flag && !is_subcommand(names, first)) {
       args.insert(args.begin(), "plan");
     }

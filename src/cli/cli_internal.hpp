@@ -164,4 +164,7 @@ struct LoadedModel {
 void load_model(const Catalog& catalog, const std::string& arg,
                 LoadedModel& loaded);
 
+// --gpus NxNAME or an instance: the card and its count (Error otherwise).
+GpuSpec counted_gpus(const Catalog& catalog, const std::string& text);
+
 }  // namespace oomplan::cli

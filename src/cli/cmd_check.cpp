@@ -281,7 +281,6 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
 }  // namespace
 
 void add_check_command(CLI::App& root, Commands& commands) {
-  auto options = std::make_shared<CheckCliOptions>();
   CLI::App* app = commands.add(
       root, "check",
       "plan each launch config (vLLM command, DeepSpeed, HF/TRL, accelerate, "
@@ -289,6 +288,7 @@ void add_check_command(CLI::App& root, Commands& commands) {
   if (app == nullptr) {
     return;
   }
+  auto options = std::make_shared<CheckCliOptions>();
   app->add_option("FILE", options->files,
                   "launch configs; files launched together (args.yaml "
                   "ds.json) are one plan")

@@ -90,13 +90,7 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
                     [](const SizingRow& row) { return row.fits; });
     return any_fits ? k_exit_fits : k_exit_does_not_fit;
   }
-  const GpuSpec spec = parse_gpu_spec(catalog, options.gpus);
-  if (spec.gpu == nullptr || spec.count < 1) {
-    throw Error(fmt::format(
-        "--gpus '{}' is not NxNAME; use e.g. 4xA100-80, 1xH100 or an "
-        "instance name such as p4de.24xlarge",
-        options.gpus));
-  }
+  const GpuSpec spec = counted_gpus(catalog, options.gpus);
   setup.gpus = spec.count;
   const Plan plan =
       make_plan(model, *spec.gpu, setup, catalog.gpus, options.model);

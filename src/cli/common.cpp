@@ -175,6 +175,17 @@ Catalog load_catalog(const std::string& dir, Runtime& rt) {
   return catalog;
 }
 
+GpuSpec counted_gpus(const Catalog& catalog, const std::string& text) {
+  const GpuSpec spec = parse_gpu_spec(catalog, text);
+  if (spec.gpu == nullptr || spec.count < 1) {
+    throw Error(fmt::format(
+        "--gpus '{}' is not NxNAME; use e.g. 4xA100-80, 1xH100 or an "
+        "instance name such as p4de.24xlarge",
+        text));
+  }
+  return spec;
+}
+
 void load_model(const Catalog& catalog, const std::string& arg,
                 LoadedModel& loaded) {
   std::error_code ec;
