@@ -729,6 +729,13 @@ std::string render_plan_svg(const Plan& plan) {
   y = paragraph(
       svg, k_margin, y, verdict_text(b), 14, k_width - 2 * k_margin,
       fmt::format(R"(font-weight="bold" {})", fill(b.fits() ? k_good : k_bad)));
+  if (b.headroom_bytes() < 0 && b.vllm && !b.vllm->error.empty()) {
+    // Over the card and refused by vLLM: the verdict gives the shortfall,
+    // this line vLLM's own reason (the text report's profile section).
+    y = paragraph(svg, k_margin, y,
+                  fmt::format("vLLM would not start: {}", b.vllm->error), 11,
+                  k_width - 2 * k_margin, fill(k_bad));
+  }
   y = paragraph(svg, k_margin, y, peak_text(b.peak), 11, k_width - 2 * k_margin,
                 fill(k_muted));
   if (b.host_bytes > 0) {
