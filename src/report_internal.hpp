@@ -3,6 +3,7 @@
 // Private to the renderers: what the plan, sizing and fit reports share.
 
 #include "oomplan/gpu.hpp"
+#include "oomplan/memory.hpp"
 #include "oomplan/model.hpp"
 #include "oomplan/setup.hpp"
 
@@ -23,6 +24,12 @@ std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
 // The JSON `setup` object: every row's resolved value under its key.
 nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,
                                   const Setup& request, const Resolved& setup);
+
+// The verdict sentence after "FITS:" / "DOES NOT FIT:": the total against
+// usable memory and, when the plan does not fit, each reason (over the card,
+// vLLM refusing to start, over the node's CPU RAM). The text, Markdown and
+// SVG reports print it word for word.
+std::string verdict_text(const Budget& budget);
 
 // The settings that tell `oomplan fit` plans apart: "tp 2 pp 1 dp 4, ZeRO-3,
 // micro-batch 1, full checkpointing".

@@ -1,0 +1,745 @@
+#include "json_schema.hpp"
+#include "support.hpp"
+
+#include "oomplan/catalog.hpp"
+#include "oomplan/error.hpp"
+#include "oomplan/memory.hpp"
+#include "oomplan/options.hpp"
+#include "oomplan/plan.hpp"
+#include "oomplan/report.hpp"
+#include "oomplan/time.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// Consistency properties (issue 9 point 7) over generated valid plans.
+//
+// The generator draws k_cases setups from a splitmix64 stream seeded with
+// k_seed (the same plans on every platform and standard library):
+// - MODEL: any model of the shipped catalog; --gpus N x any catalog GPU with
+//   N in {1, 2, 4, 8}; --nodes 2 in one case out of eight;
+// - --mode infer (half the cases), full, lora or qlora; --engine vllm in 40 %
+//   of the inference cases;
+// - every other option of the option table, each drawn in about one case out
+//   of four (else left to its default): --seq {64 .. 131072}, --batch
+//   {1 .. 64}, --dtype, --quant, --kv-dtype, --tp {1 .. 8}, --pp {1, 2, 4},
+//   --cp {2, 4}, --split layers, --sequence-parallel, --zero {0 .. 3},
+//   --fsdp, --offload, --checkpointing (and every-N), --attn, --precision,
+//   --optimizer, --optimizer-in-bwd, --lora-rank, --lora-targets,
+//   --grad-accum, --loss, --activation-offload, --compile, --float8,
+//   --prepare-kbit, --gpu-util {0.5 .. 0.98}, --max-model-len {512 ..
+//   262144}, --max-num-seqs, --max-num-batched-tokens, --enforce-eager,
+//   --vllm-version {0.6.3 .. 0.21}, --p2p, --overhead-gib, --reserve,
+//   --min-headroom, --host-ram, --price; the names of NAME options come from
+//   the option table itself, so a new value is drawn as soon as it exists.
+// Setups that check() rejects are discarded; the rest are priced through the
+// pipeline (plan.hpp price()) and checked against the properties below, each
+// with why it holds in the engines. On failure the plan's re-run command line
+// (plan_args) is printed: paste it after `oomplan` to reproduce.
+
+namespace oomplan {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::uint64_t k_seed = 0x00f1'9a7e'0009'0007;
+
+// Sanitizer builds (CI runs the suite under ASan + UBSan) draw fewer plans.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int k_cases = 1500;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int k_cases = 1500;
+#else
+constexpr int k_cases = 6000;
+#endif
+#else
+constexpr int k_cases = 6000;
+#endif
+// Every k_cli_every-th valid plan also runs through the CLI in-process.
+constexpr int k_cli_every = 40;
+// Failures reported in full, in all and per property (the rest are counted).
+constexpr int k_max_reported = 40;
+constexpr int k_reported_per_property = 3;
+
+// splitmix64 (Steele, Lea and Flood 2014): a tiny generator whose stream is
+// fixed by the seed alone.
+class Draw {
+ public:
+  explicit Draw(std::uint64_t seed) : m_state(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (m_state += 0x9e37'79b9'7f4a'7c15ULL);
+    z = (z ^ (z >> 30U)) * 0xbf58'476d'1ce4'e5b9ULL;
+    z = (z ^ (z >> 27U)) * 0x94d0'49bb'1331'11ebULL;
+    return z ^ (z >> 31U);
+  }
+  std::size_t below(std::size_t n) {
+    return static_cast<std::size_t>(next() % n);
+  }
+  bool chance(unsigned percent) { return below(100) < percent; }
+  template <typename T>
+  const T& pick(const std::vector<T>& values) {
+    return values[below(values.size())];
+  }
+
+ private:
+  std::uint64_t m_state;
+};
+
+// A plan to check: the setup as asked, on a model and card of the catalog.
+struct Subject {
+  const Model* model = nullptr;
+  const Gpu* gpu = nullptr;
+  Setup setup;
+  std::string args() const {
+    return plan_args(model->name, *model, *gpu, setup);
+  }
+};
+
+// Failures with the plan that shows each: the first few of each property are
+// reported one by one (with the re-run line), all are counted.
+class Failures {
+ public:
+  void expect(bool ok, std::string_view property, const Subject& subject,
+              const std::string& detail = {}) {
+    if (ok) {
+      return;
+    }
+    ++m_count;
+    const int seen = ++m_by_property[std::string(property)];
+    if (seen <= k_reported_per_property && m_count <= k_max_reported) {
+      INFO("oomplan " << subject.args());
+      INFO(detail);
+      FAIL_CHECK(property);
+    }
+  }
+  int count() const { return m_count; }
+  // Each failing property with its count.
+  const std::map<std::string, int>& by_property() const {
+    return m_by_property;
+  }
+
+ private:
+  int m_count = 0;
+  std::map<std::string, int> m_by_property;
+};
+
+// The canonical values of a NAME option, from its row of the option table.
+std::vector<std::string> choices_of(std::string_view flag) {
+  const OptionRow* row = find_option(flag);
+  REQUIRE(row != nullptr);
+  REQUIRE(row->choices != nullptr);
+  std::vector<std::string> out;
+  for (const std::string_view name : row->choices()) {
+    // "every-N" stands for a family: draw N = 2 (and every-3 below).
+    out.emplace_back(name.ends_with("-N") ? "every-2" : std::string(name));
+  }
+  return out;
+}
+
+struct Space {
+  std::vector<std::string> dtype = choices_of("--dtype");
+  std::vector<std::string> quant = choices_of("--quant");
+  std::vector<std::string> kv_dtype = choices_of("--kv-dtype");
+  std::vector<std::string> offload = choices_of("--offload");
+  std::vector<std::string> checkpointing = choices_of("--checkpointing");
+  std::vector<std::string> attn = choices_of("--attn");
+  std::vector<std::string> precision = choices_of("--precision");
+  std::vector<std::string> optimizer = choices_of("--optimizer");
+  std::vector<std::string> loss = choices_of("--loss");
+  std::vector<std::string> p2p = choices_of("--p2p");
+  std::vector<std::string> seq = {"64",   "256",   "1000",  "2048",  "4096",
+                                  "8192", "16384", "32768", "131072"};
+  std::vector<std::string> batch = {"1", "2", "3", "4", "8", "16", "64"};
+  std::vector<std::string> parallel = {"1", "2", "4", "8"};
+  std::vector<std::string> pp = {"1", "2", "4"};
+  std::vector<std::string> cp = {"2", "4"};
+  std::vector<std::string> zero = {"0", "1", "2", "3"};
+  std::vector<std::string> lora_rank = {"8", "16", "64", "256"};
+  std::vector<std::string> lora_targets = {"qv", "attn", "all", "q,k,v",
+                                           "gate,up,down"};
+  std::vector<std::string> grad_accum = {"1", "4", "16"};
+  std::vector<std::string> gpu_util = {"0.5", "0.8", "0.9", "0.95", "0.98"};
+  std::vector<std::string> max_model_len = {"512",   "2048",  "4096",  "8192",
+                                            "32768", "65536", "262144"};
+  std::vector<std::string> max_num_seqs = {"1", "16", "256", "1024"};
+  std::vector<std::string> batched_tokens = {"512", "2048", "8192", "32768"};
+  std::vector<std::string> vllm_version = {"0.6.3", "0.6",  "0.8",  "0.9.1",
+                                           "0.10",  "0.11", "0.19", "0.21"};
+  std::vector<std::string> overhead = {"0", "0.5", "2"};
+  std::vector<std::string> reserve = {"0", "0.05", "0.3"};
+  std::vector<std::string> headroom = {"0", "2", "10%"};
+  std::vector<std::string> host_ram = {"64", "512", "2048"};
+  std::vector<std::string> price = {"0", "2.5"};
+};
+
+// One drawn setup: the model, the card and the options as the command line
+// would give them.
+Subject draw_subject(Draw& d, const Space& x, const Catalog& cat) {
+  Subject subject;
+  subject.model = &cat.models[d.below(cat.models.size())];
+  subject.gpu = &cat.gpus[d.below(cat.gpus.size())];
+  Setup& s = subject.setup;
+  s.gpus = std::stoi(d.pick(x.parallel));
+  std::vector<std::pair<std::string, std::string>> options;
+  auto maybe = [&](unsigned percent, const char* flag,
+                   const std::vector<std::string>& values) {
+    if (d.chance(percent)) {
+      options.emplace_back(flag, d.pick(values));
+    }
+  };
+  auto flag = [&](unsigned percent, const char* name) {
+    if (d.chance(percent)) {
+      options.emplace_back(name, "");
+    }
+  };
+  if (d.below(8) == 0) {
+    options.emplace_back("--nodes", "2");
+  }
+  const std::vector<std::string> modes = {"infer", "infer", "full", "lora",
+                                          "qlora"};
+  const std::string mode = d.pick(modes);
+  options.emplace_back("--mode", mode);
+  const bool vllm = mode == "infer" && d.chance(40);
+  if (vllm) {
+    options.emplace_back("--engine", "vllm");
+  }
+  maybe(40, "--seq", x.seq);
+  maybe(30, "--batch", x.batch);
+  maybe(25, "--dtype", x.dtype);
+  maybe(25, "--quant", x.quant);
+  maybe(20, "--kv-dtype", x.kv_dtype);
+  maybe(30, "--tp", x.parallel);
+  maybe(20, "--pp", x.pp);
+  maybe(25, "--attn", x.attn);
+  maybe(10, "--overhead-gib", x.overhead);
+  maybe(10, "--reserve", x.reserve);
+  maybe(15, "--min-headroom", x.headroom);
+  maybe(15, "--host-ram", x.host_ram);
+  maybe(10, "--price", x.price);
+  if (mode == "infer") {
+    if (!vllm) {
+      flag(10, "--split");
+    }
+  } else {
+    maybe(10, "--cp", x.cp);
+    flag(10, "--sequence-parallel");
+    maybe(30, "--zero", x.zero);
+    flag(15, "--fsdp");
+    maybe(20, "--offload", x.offload);
+    maybe(35, "--checkpointing", x.checkpointing);
+    if (d.chance(5)) {
+      options.emplace_back("--checkpointing", "every-3");
+    }
+    maybe(25, "--precision", x.precision);
+    maybe(30, "--optimizer", x.optimizer);
+    flag(10, "--optimizer-in-bwd");
+    maybe(25, "--lora-rank", x.lora_rank);
+    maybe(20, "--lora-targets", x.lora_targets);
+    maybe(15, "--grad-accum", x.grad_accum);
+    maybe(25, "--loss", x.loss);
+    flag(10, "--activation-offload");
+    flag(15, "--compile");
+    flag(10, "--float8");
+    flag(15, "--prepare-kbit");
+  }
+  if (vllm) {
+    maybe(40, "--gpu-util", x.gpu_util);
+    maybe(40, "--max-model-len", x.max_model_len);
+    maybe(20, "--max-num-seqs", x.max_num_seqs);
+    maybe(20, "--max-num-batched-tokens", x.batched_tokens);
+    flag(15, "--enforce-eager");
+    maybe(40, "--vllm-version", x.vllm_version);
+    maybe(20, "--p2p", x.p2p);
+  }
+  for (const auto& [name, value] : options) {
+    if (name == "--split") {
+      apply_option(s, name, "layers");
+    } else {
+      apply_option(s, name, value);
+    }
+  }
+  return subject;
+}
+
+Json load_plan_schema() {
+  const auto path = std::filesystem::path(OOMPLAN_SOURCE_DIR) / "src" /
+                    "schema" / "plan-1.schema.json";
+  std::ifstream in(path);
+  INFO(path.string());
+  REQUIRE(in.good());
+  return Json::parse(in);
+}
+
+// The JSON keys whose value may be null (DESIGN §2 and the plan schema: an
+// unknown host capacity, an override not given, vLLM starting).
+bool nullable(const std::string& key) {
+  static const std::set<std::string> k_nullable = {"host_capacity_bytes",
+                                                   "host_ram_gib",
+                                                   "overhead_gib",
+                                                   "reserve",
+                                                   "price",
+                                                   "error"};
+  return k_nullable.count(key) > 0;
+}
+
+// The only signed numbers of the contract: headroom (negative when the plan
+// is over the card) and a fix's saving (negative when it costs memory).
+bool signed_key(const std::string& key) {
+  return key == "headroom_bytes" || key == "saves_bytes";
+}
+
+// Every number in `doc` is finite and non-negative (but for the signed
+// keys), and every null sits at a nullable key: nlohmann prints NaN and
+// infinity as null, so a null elsewhere is a non-finite number.
+void walk_numbers(const Json& doc, const std::string& key,
+                  const std::string& pointer, std::vector<std::string>& bad) {
+  if (doc.is_object()) {
+    for (const auto& [k, v] : doc.items()) {
+      walk_numbers(v, k, pointer + "/" + k, bad);
+    }
+  } else if (doc.is_array()) {
+    for (std::size_t i = 0; i < doc.size(); ++i) {
+      walk_numbers(doc[i], key, pointer + "/" + std::to_string(i), bad);
+    }
+  } else if (doc.is_null()) {
+    if (!nullable(key)) {
+      bad.push_back(pointer + " is null (a NaN or infinity?)");
+    }
+  } else if (doc.is_number()) {
+    const double value = doc.get<double>();
+    if (!std::isfinite(value)) {
+      bad.push_back(pointer + " is not finite");
+    } else if (value < 0 && !signed_key(key)) {
+      bad.push_back(pointer + " = " + doc.dump() + " is negative");
+    }
+  }
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& line : lines) {
+    out += line + "\n";
+  }
+  return out;
+}
+
+// A printed GiB figure with a minus sign, or a NaN/inf, in a text report.
+bool text_has_bad_number(const std::string& text) {
+  static const std::regex k_bad(
+      "-[0-9]+\\.[0-9]+ GiB|\\bnan\\b|\\binf\\b|-nan|-inf");
+  return std::regex_search(text, k_bad);
+}
+
+// The fits rule of DESIGN §2, from the document alone: the total within
+// usable memory, vLLM starting (no error), the offloaded bytes within the
+// node's CPU RAM when it is known.
+bool fits_by_contract(const Json& doc) {
+  const bool within =
+      doc["total_bytes"].get<Bytes>() <= doc["usable_bytes"].get<Bytes>();
+  const bool starts = !doc.contains("vllm") || doc["vllm"]["error"].is_null();
+  const bool host =
+      doc["host_capacity_bytes"].is_null() ||
+      doc["host_bytes"].get<Bytes>() <= doc["host_capacity_bytes"].get<Bytes>();
+  return within && starts && host;
+}
+
+// `setup` priced, or nullopt when check() rejects it.
+std::optional<Priced> priced(const Subject& subject) {
+  Pricing p = price(*subject.model, *subject.gpu, subject.setup);
+  if (!p.priced) {
+    return std::nullopt;
+  }
+  return std::move(*p.priced);
+}
+
+// The JSON `setup` less the options that do not apply to this mode: the
+// re-run line leaves out a LoRA option of a full fine-tune (options.cpp), so
+// the JSON may echo the given value on one side and the default on the other.
+Json applying(Json setup, const Resolved& r) {
+  if (r.mode != Mode::lora && r.mode != Mode::qlora) {
+    setup.erase("lora_rank");
+    setup.erase("lora_targets");
+  }
+  return setup;
+}
+
+struct Checker {
+  Failures failures;
+  test::SchemaValidator schema{load_plan_schema(), /*closed=*/true};
+  int valid = 0;
+  int fitting = 0;
+  int vllm = 0;
+  int training = 0;
+  int cli_runs = 0;
+  int tp_pairs = 0;
+  int seq_pairs = 0;
+  int batch_pairs = 0;
+  int len_pairs = 0;
+
+  // Properties of one priced plan, from its budget and its JSON document.
+  void plan(const Subject& subject, const Priced& priced) {
+    const Budget& b = priced.budget;
+    const Resolved& r = priced.setup;
+    Plan p;
+    p.model = subject.model;
+    p.gpu = subject.gpu;
+    p.request = subject.setup;
+    p.setup = r;
+    p.budget = b;
+    p.model_arg = subject.model->name;
+    p.time = estimate_time(*subject.model, *subject.gpu, r, b);
+    const Json doc = Json::parse(render_json(p));
+
+    // The document follows the published schema, every key declared.
+    const auto violations = schema.validate(doc);
+    failures.expect(violations.empty(), "the plan JSON validates", subject,
+                    joined(violations));
+
+    // No negative or non-finite number anywhere: every byte count is a size
+    // and every time an estimate; only headroom is signed.
+    std::vector<std::string> bad;
+    walk_numbers(doc, "", "", bad);
+    failures.expect(bad.empty(), "every JSON number is finite and >= 0",
+                    subject, joined(bad));
+    const StepTime& t = p.time;
+    bool times_ok = true;
+    for (const double v : {t.compute_s, t.memory_s, t.comm_s, t.offload_s,
+                           t.step_s, t.tokens_per_step, t.tokens_per_s,
+                           t.usd_per_mtok, t.flops_per_step}) {
+      times_ok = times_ok && std::isfinite(v) && v >= 0;
+    }
+    failures.expect(times_ok, "time estimates are finite and >= 0", subject);
+
+    // total = sum of components (DESIGN §2: "total_bytes is their sum"),
+    // each component a size.
+    Bytes sum = 0;
+    bool components_ok = true;
+    for (const auto& c : doc["components"]) {
+      sum += c["bytes"].get<Bytes>();
+      components_ok = components_ok && c["bytes"].get<Bytes>() >= 0;
+    }
+    failures.expect(components_ok, "components are >= 0", subject);
+    failures.expect(
+        sum == doc["total_bytes"].get<Bytes>() && sum == b.total_bytes(),
+        "total = sum of components", subject,
+        std::to_string(sum) + " vs " + doc["total_bytes"].dump());
+    failures.expect(
+        doc["headroom_bytes"].get<Bytes>() ==
+            doc["usable_bytes"].get<Bytes>() - doc["total_bytes"].get<Bytes>(),
+        "headroom = usable - total", subject);
+    failures.expect(b.usable_bytes > 0 && b.usable_bytes <= b.capacity_bytes,
+                    "0 < usable <= capacity", subject);
+
+    // fits = total <= usable, the engine starts, the host RAM suffices
+    // (DESIGN §2), in the document and in the budget.
+    const bool fits = doc["fits"].get<bool>();
+    failures.expect(fits == fits_by_contract(doc),
+                    "fits = total <= usable and the engine starts (and host "
+                    "RAM)",
+                    subject);
+    failures.expect(fits == b.fits(), "JSON fits = budget fits", subject);
+
+    // The peak statistics nest (DESIGN §2): allocated tensors <= reserved
+    // (+ fragmentation) <= device (+ context, NCCL, paged states) = total.
+    const Json& peak = doc["peak"];
+    const Bytes allocated = peak["allocated_bytes"].get<Bytes>();
+    const Bytes reserved = peak["reserved_bytes"].get<Bytes>();
+    const Bytes device = peak["device_bytes"].get<Bytes>();
+    failures.expect(allocated <= reserved && reserved <= device,
+                    "peak allocated <= reserved <= device", subject,
+                    peak.dump());
+    failures.expect(device == doc["total_bytes"].get<Bytes>(),
+                    "peak device = total", subject, peak.dump());
+
+    // Pipeline stages hold every layer once.
+    if (doc.contains("stages")) {
+      std::int64_t layers = 0;
+      for (const auto& st : doc["stages"]) {
+        layers += st["layers"].get<std::int64_t>();
+      }
+      const Model& m = *subject.model;
+      failures.expect(layers == m.num_layers + std::max<std::int64_t>(
+                                                   0, m.num_decoder_layers),
+                      "stages hold every layer once", subject,
+                      doc["stages"].dump());
+    }
+
+    if (b.vllm) {
+      ++vllm;
+      const VllmProfile& v = *b.vllm;
+      // vLLM's start-up profile: once it starts, the pool is what gpu_util
+      // leaves after weights, profile peak and non-torch memory, cut into
+      // whole blocks; the graphs are captured after it (inside gpu_util from
+      // 0.21), so total = requested (+ graphs before 0.21).
+      if (v.error.empty()) {
+        failures.expect(v.kv_cache_bytes > 0 && v.kv_tokens > 0,
+                        "a vLLM that starts has a KV pool", subject);
+        failures.expect(
+            b.total_bytes() ==
+                v.requested_bytes +
+                    (v.graphs_in_budget ? 0 : v.cuda_graph_bytes),
+            "vLLM total = requested (+ graphs captured after the pool)",
+            subject);
+      }
+      failures.expect(v.kv_tokens % v.block_size == 0,
+                      "vLLM KV tokens are whole blocks", subject);
+    }
+
+    // The text report prints no negative GiB figure, NaN or infinity (the
+    // shortfall is printed as "N GiB over").
+    failures.expect(!text_has_bad_number(render_text(p, {})),
+                    "the text report prints no negative or non-finite number",
+                    subject);
+  }
+
+  // Tensor parallelism doubled, with twice the GPUs so that data parallelism
+  // stays: per-GPU weights never rise. Every engine shards each linear layer
+  // over the tp ranks (Megatron column/row parallel, transformers tp_plan,
+  // vLLM's parallel linear layers) and keeps the rest (norms, RoPE cache)
+  // whole, so a rank never holds more than before.
+  void tensor_parallel(const Subject& subject, const Priced& base) {
+    const Resolved& r = base.setup;
+    if (r.split_layers || 2 * r.tp > k_max_gpus) {
+      return;
+    }
+    Subject wide = subject;
+    wide.setup.gpus = 2 * subject.setup.gpus;
+    wide.setup.tp = 2 * r.tp;
+    const auto w = priced(wide);
+    if (!w) {
+      return;
+    }
+    ++tp_pairs;
+    const Bytes before = base.budget.bytes_of("weights");
+    const Bytes after = w->budget.bytes_of("weights");
+    failures.expect(after <= before, "per-GPU weights never rise with tp", wide,
+                    "tp " + std::to_string(r.tp) + ": " +
+                        std::to_string(before) + " B, tp " +
+                        std::to_string(2 * r.tp) + ": " +
+                        std::to_string(after) + " B");
+  }
+
+  // A longer sequence or a larger batch, the rest the same: the total, the
+  // peak statistics and the host RAM never fall, and a plan that fits stays
+  // fitting with less. Transformers' generate and every training step hold
+  // the KV cache, activations and logits of batch x seq tokens (each term
+  // grows with both, none shrinks), next to weights, gradients and states
+  // that do not depend on them. vLLM ignores --batch (its concurrency is
+  // --max-num-seqs); its --seq is covered by context() below.
+  void larger(const Subject& subject, const Priced& base, bool seq) {
+    const Resolved& r = base.setup;
+    if (seq && r.engine == Engine::vllm) {
+      return;
+    }
+    Subject more = subject;
+    if (seq) {
+      more.setup.seq = 2 * r.seq;
+    } else {
+      more.setup.batch = 2 * r.batch;
+    }
+    const auto m = priced(more);
+    if (!m) {
+      return;
+    }
+    ++(seq ? seq_pairs : batch_pairs);
+    const Budget& a = base.budget;
+    const Budget& b = m->budget;
+    const std::string what = seq ? "seq" : "batch";
+    const std::string detail = "from: oomplan " + subject.args() + "\ntotal " +
+                               std::to_string(a.total_bytes()) + " -> " +
+                               std::to_string(b.total_bytes());
+    failures.expect(b.total_bytes() >= a.total_bytes(),
+                    "the total never falls as " + what + " grows", more,
+                    detail);
+    failures.expect(
+        b.peak.allocated_bytes >= a.peak.allocated_bytes &&
+            b.peak.reserved_bytes >= a.peak.reserved_bytes,
+        "peak allocated and reserved never fall as " + what + " grows", more,
+        detail);
+    failures.expect(b.host_bytes >= a.host_bytes,
+                    "host RAM never falls as " + what + " grows", more, detail);
+    failures.expect(!b.fits() || a.fits(),
+                    "a plan that fits at 2 x " + what + " fits at " + what,
+                    more, detail);
+  }
+
+  // vLLM with a longer --max-model-len, the scheduler budget pinned (vLLM
+  // derives max_num_batched_tokens from it in V0, a change of behaviour of
+  // its own): the pool is gpu_util x capacity less weights, the profile run
+  // over max_num_batched_tokens tokens and non-torch memory, none of which
+  // depends on the model length; one request needs more blocks. So the pool
+  // and its tokens never grow, concurrency never rises, the profile peak
+  // never falls, and an engine that starts at 2 x len starts at len.
+  void context(const Subject& subject, const Priced& base) {
+    const Resolved& r = base.setup;
+    if (r.engine != Engine::vllm || 2 * r.max_model_len > k_max_seq) {
+      return;
+    }
+    Subject pinned = subject;
+    pinned.setup.max_num_batched_tokens = r.max_num_batched_tokens;
+    pinned.setup.max_num_seqs = r.max_num_seqs;
+    pinned.setup.max_model_len = r.max_model_len;
+    Subject longer = pinned;
+    longer.setup.max_model_len = 2 * r.max_model_len;
+    const auto same = priced(pinned);
+    const auto l = priced(longer);
+    if (!same || !l) {
+      return;
+    }
+    ++len_pairs;
+    failures.expect(same->budget.total_bytes() == base.budget.total_bytes(),
+                    "vLLM's defaults given explicitly plan the same", pinned,
+                    "from: oomplan " + subject.args());
+    const VllmProfile& a = *same->budget.vllm;
+    const VllmProfile& b = *l->budget.vllm;
+    const std::string detail = "from: oomplan " + pinned.args() + "\npool " +
+                               std::to_string(a.kv_cache_bytes) + " -> " +
+                               std::to_string(b.kv_cache_bytes) + ", tokens " +
+                               std::to_string(a.kv_tokens) + " -> " +
+                               std::to_string(b.kv_tokens) + ", concurrency " +
+                               std::to_string(a.max_concurrency) + " -> " +
+                               std::to_string(b.max_concurrency) + ", peak " +
+                               std::to_string(a.activation_peak_bytes) +
+                               " -> " + std::to_string(b.activation_peak_bytes);
+    failures.expect(
+        b.kv_cache_bytes <= a.kv_cache_bytes && b.kv_tokens <= a.kv_tokens,
+        "vLLM's pool never grows with max-model-len", longer, detail);
+    failures.expect(b.max_concurrency <= a.max_concurrency * (1 + 1e-12),
+                    "vLLM's concurrency never rises with max-model-len", longer,
+                    detail);
+    failures.expect(b.activation_peak_bytes >= a.activation_peak_bytes,
+                    "vLLM's profile peak never falls with max-model-len",
+                    longer, detail);
+    failures.expect(!l->budget.fits() || same->budget.fits(),
+                    "a vLLM that starts at 2 x max-model-len starts at "
+                    "max-model-len",
+                    longer, detail);
+  }
+
+  // The CLI on the plan's re-run command line: the same setup, components and
+  // total, and the exit code is the verdict (DESIGN §2: 0 fits, 1 does not);
+  // the first fix's own command line reproduces its total and verdict.
+  void cli(const Subject& subject, const Priced& priced) {
+    ++cli_runs;
+    std::vector<std::string> argv = plan_argv(
+        subject.model->name, *subject.model, *subject.gpu, subject.setup);
+    argv.emplace_back("--json");
+    const auto run = test::run_cli(argv);
+    const int verdict = priced.budget.fits() ? 0 : 1;
+    failures.expect(run.code == verdict, "exit code = verdict", subject,
+                    "exit " + std::to_string(run.code) + ": " + run.err);
+    if (run.code != 0 && run.code != 1) {
+      return;
+    }
+    const Json doc = Json::parse(run.out);
+    failures.expect(
+        doc["total_bytes"].get<Bytes>() == priced.budget.total_bytes(),
+        "the re-run line reproduces the total", subject,
+        doc["total_bytes"].dump() + " vs " +
+            std::to_string(priced.budget.total_bytes()));
+    Plan p;
+    p.model = subject.model;
+    p.gpu = subject.gpu;
+    p.request = subject.setup;
+    p.setup = priced.setup;
+    p.budget = priced.budget;
+    p.model_arg = subject.model->name;
+    const Json mine = Json::parse(render_json(p));
+    failures.expect(applying(doc["setup"], priced.setup) ==
+                        applying(mine["setup"], priced.setup),
+                    "the re-run line resolves to the same setup", subject,
+                    doc["setup"].dump() + "\nvs\n" + mine["setup"].dump());
+    failures.expect(doc["components"] == mine["components"],
+                    "the re-run line reproduces every component", subject);
+    std::vector<std::string> bad;
+    walk_numbers(doc, "", "", bad);
+    failures.expect(bad.empty(),
+                    "every JSON number (fixes too) is finite and >= 0", subject,
+                    joined(bad));
+    if (!doc["fixes"].empty()) {
+      const Json& fix = doc["fixes"][0];
+      std::vector<std::string> fix_argv =
+          fix["argv"].get<std::vector<std::string>>();
+      fix_argv.emplace_back("--json");
+      const auto rerun = test::run_cli(fix_argv);
+      const bool parsed = rerun.code == 0 || rerun.code == 1;
+      failures.expect(parsed, "a fix's command line plans", subject,
+                      fix["args"].get<std::string>() + ": " + rerun.err);
+      if (parsed) {
+        const Json fixed = Json::parse(rerun.out);
+        failures.expect(fixed["total_bytes"] == fix["total_bytes"],
+                        "a fix's command line reproduces its total", subject,
+                        fix["args"].get<std::string>() + ": " +
+                            fixed["total_bytes"].dump() + " vs " +
+                            fix["total_bytes"].dump());
+      }
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "properties: generated valid plans are consistent (sum, signs, fits, "
+    "exit code, re-run line)",
+    "[properties]") {
+  const Catalog& cat = test::catalog();
+  const Space space;
+  Draw draw(k_seed);
+  Checker checker;
+  for (int i = 0; i < k_cases; ++i) {
+    const Subject subject = draw_subject(draw, space, cat);
+    const auto base = priced(subject);
+    if (!base) {
+      continue;
+    }
+    ++checker.valid;
+    checker.fitting += base->budget.fits() ? 1 : 0;
+    checker.training += base->setup.training() ? 1 : 0;
+    checker.plan(subject, *base);
+    checker.tensor_parallel(subject, *base);
+    checker.larger(subject, *base, /*seq=*/true);
+    checker.larger(subject, *base, /*seq=*/false);
+    checker.context(subject, *base);
+    if (checker.valid % k_cli_every == 0) {
+      checker.cli(subject, *base);
+    }
+  }
+  std::string summary;
+  for (const auto& [property, count] : checker.failures.by_property()) {
+    summary += std::to_string(count) + " x " + property + "\n";
+  }
+  INFO(checker.failures.count() << " failures:\n" << summary);
+  // Enough plans of each kind were drawn for the properties to mean something.
+  CHECK(checker.valid >= k_cases / 4);
+  CHECK(checker.fitting >= checker.valid / 10);
+  CHECK(checker.fitting <= checker.valid * 9 / 10);
+  CHECK(checker.vllm >= checker.valid / 10);
+  CHECK(checker.training >= checker.valid / 5);
+  CHECK(checker.cli_runs >= checker.valid / k_cli_every);
+  CHECK(checker.tp_pairs >= checker.valid / 10);
+  CHECK(checker.seq_pairs >= checker.valid / 4);
+  CHECK(checker.batch_pairs >= checker.valid / 4);
+  CHECK(checker.len_pairs >= checker.vllm / 4);
+  WARN("valid " << checker.valid << " fitting " << checker.fitting << " vllm "
+                << checker.vllm << " training " << checker.training << " cli "
+                << checker.cli_runs << " tp " << checker.tp_pairs << " seq "
+                << checker.seq_pairs << " batch " << checker.batch_pairs
+                << " len " << checker.len_pairs);
+  CHECK(checker.failures.count() == 0);
+}
+
+}  // namespace oomplan
