@@ -822,9 +822,18 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // offloading the partitioned activations); backward all-gathers one
   // layer's input again (get_full_inputs).
   const double ds_part = layer_input / (dm.sp ? 1.0 : t);
+  // A checkpointed layer's forward re-runs on its kept input
+  // (torch.utils.checkpoint CheckpointFunction.backward: detach_variable
+  // shares the saved input's storage; non-reentrant checkpointing runs on the
+  // inputs the closure holds), so the recompute adds the layer's saved
+  // tensors less that input.
+  const double recompute_layer = std::max(0.0, a_layer - layer_input);
   double stored = a_all;
   double recompute = 0;
   double per_layer = a_layer;  // what one layer keeps through backward
+  // Under activation offload: what the top layer and the one below it hold
+  // while backward runs the top one (both back on the GPU).
+  double offload_window = -1;  // -1: 2 x per_layer
   double ckpt_host = 0;
   switch (setup.checkpointing) {
     case Checkpointing::none:
@@ -844,8 +853,16 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       // The top layer is recomputed only when it is one of them; lower ones
       // are reached after the layers above have freed at least a layer.
       const bool top = std::fmod(layers_here, setup.checkpoint_every) == 0;
-      recompute = top ? a_layer : 0.0;
+      recompute = top ? recompute_layer : 0.0;
       per_layer = a_layer;
+      // Offloaded, a checkpointed layer comes back as its input only; the
+      // layer below (block L - 1) is checkpointed when N divides L - 1.
+      const bool below =
+          layers_here >= 2 &&
+          std::fmod(layers_here - 1, setup.checkpoint_every) == 0;
+      offload_window =
+          (top ? layer_input : a_layer) +
+          (layers_here >= 2 ? (below ? layer_input : a_layer) : 0.0);
       break;
     }
     case Checkpointing::op:
@@ -855,18 +872,20 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       break;
     case Checkpointing::full:
       stored = layer_input * layers_here;
-      recompute = a_layer;
+      recompute = recompute_layer;
       per_layer = layer_input;
       break;
     case Checkpointing::ds_partition:
+      // Backward all-gathers the layer's whole input (get_full_inputs) and
+      // re-runs the forward on it: the input plus the rest of the layer.
       stored = ds_part * layers_here;
-      recompute = a_layer + layer_input;
+      recompute = layer_input + recompute_layer;
       per_layer = ds_part;
       break;
     case Checkpointing::ds_cpu:
       ckpt_host = ds_part * layers_here;
       stored = 0;
-      recompute = a_layer + layer_input;
+      recompute = layer_input + recompute_layer;
       per_layer = 0;
       break;
   }
@@ -897,7 +916,8 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     // torchtune OffloadActivations: saved tensors go to pinned CPU memory in
     // forward and return one layer ahead of backward.
     a_host += stored;
-    stored = std::min(stored, 2.0 * per_layer);
+    stored = std::min(stored,
+                      offload_window >= 0 ? offload_window : 2.0 * per_layer);
   }
 
   // --- Logits and loss (last stage), per loss implementation (loss_bytes).
