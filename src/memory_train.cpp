@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace oomplan {
 namespace {
@@ -1257,6 +1258,47 @@ std::string_view optimizer_formula(const Resolved& setup) {
 
 }  // namespace
 
+namespace {
+
+// The CPU RAM of the busiest node, from what one GPU of each pipeline stage
+// needs (`per_gpu`). Stages are the outermost rank dimension (torchtitan's
+// mesh ["pp", "dp_replicate", "dp_shard", "cp", "tp"], Megatron's rank order
+// tp-cp-ep-dp-pp, DeepSpeed's PipeModelDataParallelTopology ['pipe', 'data',
+// 'model']): stage s holds ranks [s B, (s + 1) B) with B = GPUs / pp, node n
+// ranks [n G, (n + 1) G) with G its GPUs. Only nodes at a stage boundary mix
+// stages; any other node holds G GPUs of one stage.
+double node_host_bytes(const std::vector<double>& per_gpu, int gpus_per_node,
+                       int nodes) {
+  const auto pp = static_cast<std::int64_t>(per_gpu.size());
+  const std::int64_t node = gpus_per_node;
+  const std::int64_t per_stage = node * nodes / pp;
+  auto node_sum = [&](std::int64_t n) {
+    const std::int64_t lo = n * node;
+    const std::int64_t hi = lo + node;
+    double sum = 0;
+    for (std::int64_t s = lo / per_stage; s <= (hi - 1) / per_stage; ++s) {
+      const std::int64_t overlap =
+          std::min(hi, (s + 1) * per_stage) - std::max(lo, s * per_stage);
+      sum +=
+          per_gpu[static_cast<std::size_t>(s)] * static_cast<double>(overlap);
+    }
+    return sum;
+  };
+  double most = 0;
+  for (std::int64_t s = 0; s < pp; ++s) {
+    const std::int64_t first = s * per_stage / node;
+    const std::int64_t last = ((s + 1) * per_stage - 1) / node;
+    most = std::max({most, node_sum(first), node_sum(last)});
+    if (last - first >= 2) {
+      most = std::max(most, per_gpu[static_cast<std::size_t>(s)] *
+                                static_cast<double>(node));
+    }
+  }
+  return most;
+}
+
+}  // namespace
+
 void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
                   Budget& budget) {
   const ParamCounts counts = count_params(model);
@@ -1267,13 +1309,23 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   const Bytes overhead = runtime_overhead_bytes(gpu, setup);
 
   StageResult worst;
+  int worst_stage = 0;
   double worst_total = -1;
+  // CPU RAM one GPU of each stage needs: offloaded bytes plus the paged
+  // states that do not fit next to its allocations (below).
+  std::vector<double> stage_host;  // pp > 1 only (no allocation otherwise)
   for (int s = 0; s < setup.pp; ++s) {
     const StageResult r = train_stage(model, setup, counts, s);
     // A stage's device total, as total_bytes counts it (paged states
     // before any spill to the host).
-    const double total = r.peak.allocated() * (1.0 + reserve) +
-                         static_cast<double>(overhead) + r.paged;
+    const double device =
+        r.peak.allocated() * (1.0 + reserve) + static_cast<double>(overhead);
+    const double total = device + r.paged;
+    const double room =
+        std::max(0.0, static_cast<double>(budget.usable_bytes) - device);
+    if (setup.pp > 1) {
+      stage_host.push_back(r.host + std::max(0.0, r.paged - room));
+    }
     if (setup.pp > 1) {
       budget.stages.push_back(
           Stage{.stage = s,
@@ -1286,6 +1338,7 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
     if (total > worst_total) {
       worst_total = total;
       worst = r;
+      worst_stage = s;
     }
   }
 
@@ -1362,9 +1415,14 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   budget.add("fragmentation", fragmentation,
              "allocated x caching-allocator reserve");
 
-  const double node_gpus = setup.gpus;
-  budget.host_bytes = saturated_bytes(
-      (worst.host + static_cast<double>(paged_host)) * node_gpus);
+  const double worst_host = worst.host + static_cast<double>(paged_host);
+  if (setup.pp > 1) {
+    stage_host[static_cast<std::size_t>(worst_stage)] = worst_host;
+    budget.host_bytes =
+        saturated_bytes(node_host_bytes(stage_host, setup.gpus, setup.nodes));
+  } else {
+    budget.host_bytes = saturated_bytes(worst_host * setup.gpus);
+  }
   if (budget.host_bytes > 0) {
     budget.warnings |= static_cast<unsigned>(Warning::host_memory);
   }

@@ -1198,3 +1198,43 @@ TEST_CASE(
   CHECK(none.host_bytes - two.host_bytes ==
         16 * (194'560 - 8'192) * std::int64_t{8192});
 }
+
+TEST_CASE(
+    "training: offloaded states need the host RAM of every stage on the node, "
+    "not the device-heaviest stage's times the GPUs",
+    "[training][offload]") {
+  // Llama-2-7B over pp 3 on one node of 3 GPUs: 32 layers split 11, 11, 10
+  // (202,383,360 parameters each), embedding (131,072,000) on the first
+  // stage and lm_head (131,072,000) on the last: 2,357,288,960,
+  // 2,226,216,960 and 2,154,905,600 parameters. --offload optimizer keeps
+  // each GPU's fp32 master, m, v and fp32 gradient copy on the host: 16 B per
+  // parameter. The last stage is the heaviest on the device (its logits), the
+  // first needs the most host RAM; the node holds all three.
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  const Setup s{.gpus = 3,
+                .mode = Mode::full,
+                .seq = 8192,
+                .pp = 3,
+                .offload = Offload::optimizer,
+                .checkpointing = Checkpointing::full};
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.stages.size() == 3);
+  REQUIRE(b.stages[2].total_bytes > b.stages[0].total_bytes);
+  CHECK(b.host_bytes ==
+        16 * (std::int64_t{2'357'288'960} + 2'226'216'960 + 2'154'905'600));
+
+  // Two nodes of 3 GPUs, pp 3 (dp 2): stages are the outermost rank
+  // dimension (torchtitan, Megatron, DeepSpeed), so node 0 holds ranks 0-2
+  // (stage 0 twice, stage 1 once) and node 1 ranks 3-5 (stage 1, stage 2
+  // twice). The busier node is node 0: 2 x 2,357,288,960 + 2,226,216,960.
+  const Setup two{.gpus = 3,
+                  .nodes = 2,
+                  .mode = Mode::full,
+                  .seq = 8192,
+                  .pp = 3,
+                  .offload = Offload::optimizer,
+                  .checkpointing = Checkpointing::full};
+  CHECK(plan(m, g, two).host_bytes ==
+        16 * (2 * std::int64_t{2'357'288'960} + 2'226'216'960));
+}
