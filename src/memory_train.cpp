@@ -652,15 +652,31 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     // Layers of one kind (dense, MoE, encoder-decoder cross) hold the same
     // parameters: count each kind once.
     double kinds[3] = {-1, -1, -1};
-    for (std::int64_t l = begin; l < end; ++l) {
+    auto params_of = [&](std::int64_t l) {
       const std::size_t kind = l >= model.num_layers    ? 2
                                : is_moe_layer(model, l) ? 1
                                                         : 0;
       if (kinds[kind] < 0) {
         kinds[kind] = as_double(layer_params(model, l));
       }
-      layer_sum += kinds[kind];
-      largest_layer = std::max(largest_layer, kinds[kind]);
+      return kinds[kind];
+    };
+    for (std::int64_t l = begin; l < end; ++l) {
+      layer_sum += params_of(l);
+      largest_layer = std::max(largest_layer, params_of(l));
+    }
+    if (last) {
+      // The model-wide parameters outside the layers and the vocabulary
+      // matrices (the final norm, an lm_head bias) sit with the output on
+      // the last stage (torchtitan's pipeline split keeps model.norm and
+      // model.output on the last stage).
+      double all_layers = 0;
+      for (std::int64_t l = 0; l < n_layers; ++l) {
+        all_layers += params_of(l);
+      }
+      layer_sum += std::max(0.0, as_double(counts.total() - counts.embedding -
+                                           counts.lm_head - counts.extra) -
+                                     all_layers);
     }
   }
   const double stage_params =

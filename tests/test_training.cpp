@@ -1205,11 +1205,11 @@ TEST_CASE(
     "[training][offload]") {
   // Llama-2-7B over pp 3 on one node of 3 GPUs: 32 layers split 11, 11, 10
   // (202,383,360 parameters each), embedding (131,072,000) on the first
-  // stage and lm_head (131,072,000) on the last: 2,357,288,960,
-  // 2,226,216,960 and 2,154,905,600 parameters. --offload optimizer keeps
-  // each GPU's fp32 master, m, v and fp32 gradient copy on the host: 16 B per
-  // parameter. The last stage is the heaviest on the device (its logits), the
-  // first needs the most host RAM; the node holds all three.
+  // stage, lm_head (131,072,000) and the final norm (4,096) on the last:
+  // 2,357,288,960, 2,226,216,960 and 2,154,909,696 parameters. --offload
+  // optimizer keeps each GPU's fp32 master, m, v and fp32 gradient copy on the
+  // host: 16 B per parameter. The last stage is the heaviest on the device (its
+  // logits), the first needs the most host RAM; the node holds all three.
   const Model m = llama2_7b();
   const Gpu g = card("H100", 79.19);
   const Setup s{.gpus = 3,
@@ -1222,7 +1222,7 @@ TEST_CASE(
   REQUIRE(b.stages.size() == 3);
   REQUIRE(b.stages[2].total_bytes > b.stages[0].total_bytes);
   CHECK(b.host_bytes ==
-        16 * (std::int64_t{2'357'288'960} + 2'226'216'960 + 2'154'905'600));
+        16 * (std::int64_t{2'357'288'960} + 2'226'216'960 + 2'154'909'696));
 
   // Two nodes of 3 GPUs, pp 3 (dp 2): stages are the outermost rank
   // dimension (torchtitan, Megatron, DeepSpeed), so node 0 holds ranks 0-2
@@ -1237,4 +1237,24 @@ TEST_CASE(
                   .checkpointing = Checkpointing::full};
   CHECK(plan(m, g, two).host_bytes ==
         16 * (2 * std::int64_t{2'357'288'960} + 2'226'216'960));
+}
+
+TEST_CASE(
+    "training: pipeline stages of a full fine-tune hold every parameter once, "
+    "the final norm on the last",
+    "[training][pp]") {
+  // Llama-2-7B has 6,738,415,616 parameters: 32 layers of 202,383,360, the
+  // embedding and lm_head (131,072,000 each) and the final RMSNorm (4,096),
+  // which sits on the last stage. In bf16 (pure) the two stages' weights are
+  // 2 B each: 13,476,831,232 B, as inference's stages hold.
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  const Setup s{
+      .gpus = 2, .mode = Mode::full, .pp = 2, .precision = Precision::pure};
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.stages.size() == 2);
+  CHECK(b.stages[0].weights_bytes + b.stages[1].weights_bytes ==
+        13'476'831'232);
+  CHECK(b.stages[1].weights_bytes ==
+        2 * (16 * std::int64_t{202'383'360} + 131'072'000 + 4'096));
 }
