@@ -88,7 +88,7 @@ constexpr std::uint64_t k_seed = 0x00f1'9a7e'0009'0007;
 #endif
 #endif
 #if defined(OOMPLAN_PROPERTIES_SANITIZED)
-constexpr int k_cases = 1500;
+constexpr int k_cases = 800;
 constexpr int k_bound_cases = 300;
 #else
 constexpr int k_cases = 6000;
