@@ -5,6 +5,7 @@
 #include "oomplan/gpu.hpp"
 #include "oomplan/memory.hpp"
 #include "oomplan/model.hpp"
+#include "oomplan/plan.hpp"
 #include "oomplan/setup.hpp"
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,
 // vLLM refusing to start, over the node's CPU RAM). The text, Markdown and
 // SVG reports print it word for word.
 std::string verdict_text(const Budget& budget);
+
+// One entry of the JSON `fixes` array (oomplan.plan/1); `check` prints the
+// first as `first_fix`.
+nlohmann::ordered_json fix_json(const Plan& plan, const Fix& fix);
 
 // The settings that tell `oomplan fit` plans apart: "tp 2 pp 1 dp 4, ZeRO-3,
 // micro-batch 1, full checkpointing".
