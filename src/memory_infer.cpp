@@ -589,7 +589,11 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   p.activation_peak_bytes = worst.activation;
   p.non_torch_bytes = worst.non_torch;
   p.cuda_graph_bytes = worst.graphs;
-  p.kv_cache_bytes = worst.available;
+  // A pool is never negative: when the rest of the profile takes more than
+  // the request, vLLM allocates no cache blocks and refuses to start (the
+  // error below says why).
+  const Bytes kv = std::max<Bytes>(0, worst.available);
+  p.kv_cache_bytes = kv;
   p.kv_bytes_per_token = worst.per_token;
   p.kv_tokens = std::max<std::int64_t>(0, tokens);
   p.max_model_len_fit = std::max<std::int64_t>(0, max_len);
@@ -710,7 +714,6 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
     }
   }
 
-  const Bytes kv = std::max<Bytes>(0, worst.available);
   budget.add(
       "weights", worst.weights,
       "weights as loaded per GPU (/tp, vocab padded to a multiple of 64) + "

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace oomplan {
 namespace {
@@ -651,15 +652,31 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     // Layers of one kind (dense, MoE, encoder-decoder cross) hold the same
     // parameters: count each kind once.
     double kinds[3] = {-1, -1, -1};
-    for (std::int64_t l = begin; l < end; ++l) {
+    auto params_of = [&](std::int64_t l) {
       const std::size_t kind = l >= model.num_layers    ? 2
                                : is_moe_layer(model, l) ? 1
                                                         : 0;
       if (kinds[kind] < 0) {
         kinds[kind] = as_double(layer_params(model, l));
       }
-      layer_sum += kinds[kind];
-      largest_layer = std::max(largest_layer, kinds[kind]);
+      return kinds[kind];
+    };
+    for (std::int64_t l = begin; l < end; ++l) {
+      layer_sum += params_of(l);
+      largest_layer = std::max(largest_layer, params_of(l));
+    }
+    if (last) {
+      // The model-wide parameters outside the layers and the vocabulary
+      // matrices (the final norm, an lm_head bias) sit with the output on
+      // the last stage (torchtitan's pipeline split keeps model.norm and
+      // model.output on the last stage).
+      double all_layers = 0;
+      for (std::int64_t l = 0; l < n_layers; ++l) {
+        all_layers += params_of(l);
+      }
+      layer_sum += std::max(0.0, as_double(counts.total() - counts.embedding -
+                                           counts.lm_head - counts.extra) -
+                                     all_layers);
     }
   }
   const double stage_params =
@@ -822,9 +839,18 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // offloading the partitioned activations); backward all-gathers one
   // layer's input again (get_full_inputs).
   const double ds_part = layer_input / (dm.sp ? 1.0 : t);
+  // A checkpointed layer's forward re-runs on its kept input
+  // (torch.utils.checkpoint CheckpointFunction.backward: detach_variable
+  // shares the saved input's storage; non-reentrant checkpointing runs on the
+  // inputs the closure holds), so the recompute adds the layer's saved
+  // tensors less that input.
+  const double recompute_layer = std::max(0.0, a_layer - layer_input);
   double stored = a_all;
   double recompute = 0;
   double per_layer = a_layer;  // what one layer keeps through backward
+  // Under activation offload: what the top layer and the one below it hold
+  // while backward runs the top one (both back on the GPU).
+  double offload_window = -1;  // -1: 2 x per_layer
   double ckpt_host = 0;
   switch (setup.checkpointing) {
     case Checkpointing::none:
@@ -844,8 +870,16 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       // The top layer is recomputed only when it is one of them; lower ones
       // are reached after the layers above have freed at least a layer.
       const bool top = std::fmod(layers_here, setup.checkpoint_every) == 0;
-      recompute = top ? a_layer : 0.0;
+      recompute = top ? recompute_layer : 0.0;
       per_layer = a_layer;
+      // Offloaded, a checkpointed layer comes back as its input only; the
+      // layer below (block L - 1) is checkpointed when N divides L - 1.
+      const bool below =
+          layers_here >= 2 &&
+          std::fmod(layers_here - 1, setup.checkpoint_every) == 0;
+      offload_window =
+          (top ? layer_input : a_layer) +
+          (layers_here >= 2 ? (below ? layer_input : a_layer) : 0.0);
       break;
     }
     case Checkpointing::op:
@@ -855,18 +889,20 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       break;
     case Checkpointing::full:
       stored = layer_input * layers_here;
-      recompute = a_layer;
+      recompute = recompute_layer;
       per_layer = layer_input;
       break;
     case Checkpointing::ds_partition:
+      // Backward all-gathers the layer's whole input (get_full_inputs) and
+      // re-runs the forward on it: the input plus the rest of the layer.
       stored = ds_part * layers_here;
-      recompute = a_layer + layer_input;
+      recompute = layer_input + recompute_layer;
       per_layer = ds_part;
       break;
     case Checkpointing::ds_cpu:
       ckpt_host = ds_part * layers_here;
       stored = 0;
-      recompute = a_layer + layer_input;
+      recompute = layer_input + recompute_layer;
       per_layer = 0;
       break;
   }
@@ -897,7 +933,8 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     // torchtune OffloadActivations: saved tensors go to pinned CPU memory in
     // forward and return one layer ahead of backward.
     a_host += stored;
-    stored = std::min(stored, 2.0 * per_layer);
+    stored = std::min(stored,
+                      offload_window >= 0 ? offload_window : 2.0 * per_layer);
   }
 
   // --- Logits and loss (last stage), per loss implementation (loss_bytes).
@@ -1237,6 +1274,47 @@ std::string_view optimizer_formula(const Resolved& setup) {
 
 }  // namespace
 
+namespace {
+
+// The CPU RAM of the busiest node, from what one GPU of each pipeline stage
+// needs (`per_gpu`). Stages are the outermost rank dimension (torchtitan's
+// mesh ["pp", "dp_replicate", "dp_shard", "cp", "tp"], Megatron's rank order
+// tp-cp-ep-dp-pp, DeepSpeed's PipeModelDataParallelTopology ['pipe', 'data',
+// 'model']): stage s holds ranks [s B, (s + 1) B) with B = GPUs / pp, node n
+// ranks [n G, (n + 1) G) with G its GPUs. Only nodes at a stage boundary mix
+// stages; any other node holds G GPUs of one stage.
+double node_host_bytes(const std::vector<double>& per_gpu, int gpus_per_node,
+                       int nodes) {
+  const auto pp = static_cast<std::int64_t>(per_gpu.size());
+  const std::int64_t node = gpus_per_node;
+  const std::int64_t per_stage = node * nodes / pp;
+  auto node_sum = [&](std::int64_t n) {
+    const std::int64_t lo = n * node;
+    const std::int64_t hi = lo + node;
+    double sum = 0;
+    for (std::int64_t s = lo / per_stage; s <= (hi - 1) / per_stage; ++s) {
+      const std::int64_t overlap =
+          std::min(hi, (s + 1) * per_stage) - std::max(lo, s * per_stage);
+      sum +=
+          per_gpu[static_cast<std::size_t>(s)] * static_cast<double>(overlap);
+    }
+    return sum;
+  };
+  double most = 0;
+  for (std::int64_t s = 0; s < pp; ++s) {
+    const std::int64_t first = s * per_stage / node;
+    const std::int64_t last = ((s + 1) * per_stage - 1) / node;
+    most = std::max({most, node_sum(first), node_sum(last)});
+    if (last - first >= 2) {
+      most = std::max(most, per_gpu[static_cast<std::size_t>(s)] *
+                                static_cast<double>(node));
+    }
+  }
+  return most;
+}
+
+}  // namespace
+
 void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
                   Budget& budget) {
   const ParamCounts counts = count_params(model);
@@ -1247,13 +1325,23 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   const Bytes overhead = runtime_overhead_bytes(gpu, setup);
 
   StageResult worst;
+  int worst_stage = 0;
   double worst_total = -1;
+  // CPU RAM one GPU of each stage needs: offloaded bytes plus the paged
+  // states that do not fit next to its allocations (below).
+  std::vector<double> stage_host;  // pp > 1 only (no allocation otherwise)
   for (int s = 0; s < setup.pp; ++s) {
     const StageResult r = train_stage(model, setup, counts, s);
     // A stage's device total, as total_bytes counts it (paged states
     // before any spill to the host).
-    const double total = r.peak.allocated() * (1.0 + reserve) +
-                         static_cast<double>(overhead) + r.paged;
+    const double device =
+        r.peak.allocated() * (1.0 + reserve) + static_cast<double>(overhead);
+    const double total = device + r.paged;
+    const double room =
+        std::max(0.0, static_cast<double>(budget.usable_bytes) - device);
+    if (setup.pp > 1) {
+      stage_host.push_back(r.host + std::max(0.0, r.paged - room));
+    }
     if (setup.pp > 1) {
       budget.stages.push_back(
           Stage{.stage = s,
@@ -1266,6 +1354,7 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
     if (total > worst_total) {
       worst_total = total;
       worst = r;
+      worst_stage = s;
     }
   }
 
@@ -1342,9 +1431,14 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   budget.add("fragmentation", fragmentation,
              "allocated x caching-allocator reserve");
 
-  const double node_gpus = setup.gpus;
-  budget.host_bytes = saturated_bytes(
-      (worst.host + static_cast<double>(paged_host)) * node_gpus);
+  const double worst_host = worst.host + static_cast<double>(paged_host);
+  if (setup.pp > 1) {
+    stage_host[static_cast<std::size_t>(worst_stage)] = worst_host;
+    budget.host_bytes =
+        saturated_bytes(node_host_bytes(stage_host, setup.gpus, setup.nodes));
+  } else {
+    budget.host_bytes = saturated_bytes(worst_host * setup.gpus);
+  }
   if (budget.host_bytes > 0) {
     budget.warnings |= static_cast<unsigned>(Warning::host_memory);
   }

@@ -547,7 +547,14 @@ const std::array k_rows = {
       s.max_model_len = parse_whole("--max-model-len", t, 1, k_max_seq, "tokens");
     },
     [](const OptionContext& c) {
-      return c.setup.max_model_len && *c.setup.max_model_len != c.setup.seq
+      // Left out it derives to min(--seq, context): written whenever it differs
+      // from that (an explicit length past the context makes vLLM refuse).
+      if (!c.setup.max_model_len) {
+        return Words{};
+      }
+      const std::int64_t automatic =
+          derived(c, [](Setup& t) { t.max_model_len.reset(); }).max_model_len;
+      return *c.setup.max_model_len != automatic
                  ? words_of("--max-model-len", *c.setup.max_model_len) : Words{};
     },
     [](const OptionContext& c) {

@@ -75,6 +75,8 @@ std::string yes_no(bool value) {
   return value ? "yes" : "no";
 }
 
+}  // namespace
+
 std::string verdict_text(const Budget& b) {
   if (b.fits()) {
     return fmt::format(
@@ -82,16 +84,34 @@ std::string verdict_text(const Budget& b) {
         gib(b.total_bytes()), gib(b.usable_bytes), gib(b.headroom_bytes()),
         percent(b.headroom_bytes(), b.usable_bytes));
   }
-  if (b.headroom_bytes() >= 0 && b.vllm && !b.vllm->error.empty()) {
+  // Budget::fits() fails on the card, on vLLM's start-up checks or on the
+  // node's CPU RAM: say each that fails, never a negative shortfall.
+  const bool over_host = b.host_capacity_bytes.has_value() &&
+                         b.host_bytes > *b.host_capacity_bytes;
+  const std::string host =
+      over_host
+          ? fmt::format(
+                "offloading needs {} GiB of CPU RAM per node, {} GiB "
+                "over the node's {} GiB",
+                gib(b.host_bytes), gib(b.host_bytes - *b.host_capacity_bytes),
+                gib(*b.host_capacity_bytes))
+          : std::string();
+  if (b.headroom_bytes() < 0) {
+    return fmt::format("needs {} GiB per GPU, {} GiB over the {} GiB usable{}",
+                       gib(b.total_bytes()), gib(-b.headroom_bytes()),
+                       gib(b.usable_bytes), over_host ? "; " + host : "");
+  }
+  const std::string within = fmt::format(
+      "{} GiB of {} GiB per GPU", gib(b.total_bytes()), gib(b.usable_bytes));
+  if (b.vllm && !b.vllm->error.empty()) {
     // Within the card, but vLLM's own start-up check fails.
-    return fmt::format("{} GiB of {} GiB per GPU, but vLLM would not start: {}",
-                       gib(b.total_bytes()), gib(b.usable_bytes),
+    return fmt::format("{}, but vLLM would not start: {}", within,
                        b.vllm->error);
   }
-  return fmt::format("needs {} GiB per GPU, {} GiB over the {} GiB usable",
-                     gib(b.total_bytes()), gib(-b.headroom_bytes()),
-                     gib(b.usable_bytes));
+  return fmt::format("{}, but {}", within, host);
 }
+
+namespace {
 
 std::string peak_text(const Peak& p) {
   return fmt::format(

@@ -3,6 +3,7 @@
 // Private to the renderers: what the plan, sizing and fit reports share.
 
 #include "oomplan/gpu.hpp"
+#include "oomplan/memory.hpp"
 #include "oomplan/model.hpp"
 #include "oomplan/plan.hpp"
 #include "oomplan/setup.hpp"
@@ -24,6 +25,12 @@ std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
 // The JSON `setup` object: every row's resolved value under its key.
 nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,
                                   const Setup& request, const Resolved& setup);
+
+// The verdict sentence after "FITS:" / "DOES NOT FIT:": the total against
+// usable memory and, when the plan does not fit, each reason (over the card,
+// vLLM refusing to start, over the node's CPU RAM). The text, Markdown and
+// SVG reports print it word for word.
+std::string verdict_text(const Budget& budget);
 
 // One entry of the JSON `fixes` array (oomplan.plan/1); `check` prints the
 // first as `first_fix`.

@@ -307,24 +307,6 @@ std::string gpu_line(const Resolved& s, const Gpu& gpu) {
   return fmt::format("{} x {}", s.gpus, gpu.name);
 }
 
-// The verdict sentence of the text report, word for word.
-std::string verdict_text(const Budget& b) {
-  if (b.fits()) {
-    return fmt::format(
-        "FITS: {} GiB of {} GiB per GPU, {} GiB headroom ({} of usable)",
-        gib(b.total_bytes()), gib(b.usable_bytes), gib(b.headroom_bytes()),
-        percent(b.headroom_bytes(), b.usable_bytes));
-  }
-  if (b.headroom_bytes() >= 0 && b.vllm && !b.vllm->error.empty()) {
-    return fmt::format(
-        "DOES NOT FIT: {} GiB of {} GiB per GPU, but vLLM would not start: {}",
-        gib(b.total_bytes()), gib(b.usable_bytes), b.vllm->error);
-  }
-  return fmt::format(
-      "DOES NOT FIT: needs {} GiB per GPU, {} GiB over the {} GiB usable",
-      gib(b.total_bytes()), gib(-b.headroom_bytes()), gib(b.usable_bytes));
-}
-
 std::string peak_text(const Peak& p) {
   return fmt::format(
       "peak at {}: {} GiB allocated (torch max_memory_allocated), {} GiB "
@@ -727,8 +709,18 @@ std::string render_plan_svg(const Plan& plan) {
   y = budget_bar(svg, b, y);
 
   y = paragraph(
-      svg, k_margin, y, verdict_text(b), 14, k_width - 2 * k_margin,
+      svg, k_margin, y,
+      fmt::format("{} {}",
+                  b.fits() ? "FITS:" : "DOES NOT FIT:", verdict_text(b)),
+      14, k_width - 2 * k_margin,
       fmt::format(R"(font-weight="bold" {})", fill(b.fits() ? k_good : k_bad)));
+  if (b.headroom_bytes() < 0 && b.vllm && !b.vllm->error.empty()) {
+    // Over the card and refused by vLLM: the verdict gives the shortfall,
+    // this line vLLM's own reason (the text report's profile section).
+    y = paragraph(svg, k_margin, y,
+                  fmt::format("vLLM would not start: {}", b.vllm->error), 11,
+                  k_width - 2 * k_margin, fill(k_bad));
+  }
   y = paragraph(svg, k_margin, y, peak_text(b.peak), 11, k_width - 2 * k_margin,
                 fill(k_muted));
   if (b.host_bytes > 0) {

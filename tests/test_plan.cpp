@@ -298,3 +298,33 @@ TEST_CASE("plan_args: each vLLM era's written version reads back to that era",
     CHECK(vllm_era_from_text(vllm_era_version(era)) == era);
   }
 }
+
+TEST_CASE(
+    "plan_args: an explicit max-model-len beyond the model's context is "
+    "written, so the re-run line keeps vLLM's refusal",
+    "[plan]") {
+  // Llama-3-70B's context is 8192 tokens. Asked for 16384 explicitly, vLLM
+  // refuses to start; left out, max-model-len derives to min(seq, 8192) and
+  // the re-run line would plan a vLLM that starts.
+  const auto& cat = test::catalog();
+  const Model& model = find_model(cat, "llama3-70b");
+  const Gpu& h100 = find_gpu(cat, "H100");
+  const Setup s{
+      .gpus = 4, .engine = Engine::vllm, .seq = 16384, .max_model_len = 16384};
+  CHECK(plan_args("llama3-70b", model, h100, s) ==
+        "llama3-70b --gpus 4xH100-80 --engine vllm --seq 16384 "
+        "--max-model-len 16384");
+  const auto asked = test::run_cli(plan_argv("llama3-70b", model, h100, s));
+  CHECK(asked.code == 1);
+  CHECK_THAT(asked.out,
+             Catch::Contains("User-specified max_model_len (16384) is greater "
+                             "than the derived max_model_len"));
+  // Equal to --seq within the context, it is what the default derives: left
+  // out.
+  CHECK(plan_args("llama3-70b", model, h100,
+                  Setup{.gpus = 4,
+                        .engine = Engine::vllm,
+                        .seq = 2048,
+                        .max_model_len = 2048}) ==
+        "llama3-70b --gpus 4xH100-80 --engine vllm --seq 2048");
+}

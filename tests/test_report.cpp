@@ -315,3 +315,32 @@ TEST_CASE("report: the catalog lists render as tables and JSON", "[report]") {
   CHECK(gpus["instances"][0]["count"] == 8);
   CHECK_THAT(render_gpus_text(catalog), Catch::Contains("box.8x"));
 }
+
+TEST_CASE(
+    "report: a plan within the card but over the node's CPU RAM says so, with "
+    "no negative figure",
+    "[report]") {
+  // 9.5 GiB of 80 GiB on the GPU (70.5 GiB headroom), while the offload needs
+  // 100 GiB of CPU RAM on a 64 GiB node: 36 GiB over.
+  Plan plan = fitting_plan();
+  plan.budget.host_bytes = 100 * k_gib;
+  plan.budget.host_capacity_bytes = 64 * k_gib;
+  plan.budget.warnings = static_cast<unsigned>(Warning::host_memory);
+  REQUIRE_FALSE(plan.budget.fits());
+  const std::string verdict =
+      "9.50 GiB of 80.00 GiB per GPU, but offloading needs 100.00 GiB of CPU "
+      "RAM per node, 36.00 GiB over the node's 64.00 GiB";
+  const std::string text = render_text(plan, {});
+  CHECK_THAT(text, Catch::Contains("DOES NOT FIT: " + verdict + "\n"));
+  CHECK_THAT(text, !Catch::Contains("-70.50"));
+  CHECK_THAT(render_markdown(plan),
+             Catch::Contains("**Does not fit:** " + verdict + "\n"));
+
+  // Over the card as well: the GPU shortfall first, then the host's.
+  plan.budget.usable_bytes = 8 * k_gib;
+  CHECK_THAT(render_text(plan, {}),
+             Catch::Contains("DOES NOT FIT: needs 9.50 GiB per GPU, 1.50 GiB "
+                             "over the 8.00 GiB usable; offloading needs "
+                             "100.00 GiB of CPU RAM per node, 36.00 GiB over "
+                             "the node's 64.00 GiB\n"));
+}

@@ -902,15 +902,16 @@ TEST_CASE("training: flash attention's backward working set can dominate",
                 .compile = true,
                 .loss = Loss::chunked};
   // Per token, bf16, compiled: 16 checkpointed inputs x 2 B x 2048 =
-  // 65,536; final norm (2 + 2) x 2048 = 8,192; the top layer recomputed:
-  // fused norms 2 x 2 x 2048 + norm outputs 2 x 2 x 2048 + q 4,096 + k, v
-  // 2 x 1,024 + attention output and o_proj input 2 x 4,096 + SwiGLU
-  // 3 x 2 x 1024 = 36,864; the attention backward: dout 2 B + dq_accum
-  // 4 B + dq 2 B at 2048 wide, dk and dv expanded to 2048: 2 x 2 x 2048 =
-  // 24,576 (the MLP's 3 x 2 x 1024 = 6,144 is smaller). 135,168 B x 4096.
+  // 65,536; final norm (2 + 2) x 2048 = 8,192; the top layer recomputed on
+  // its checkpointed input (no second copy of it): the second fused norm's
+  // input 2 x 2048 + norm outputs 2 x 2 x 2048 + q 4,096 + k, v 2 x 1,024 +
+  // attention output and o_proj input 2 x 4,096 + SwiGLU 3 x 2 x 1024 =
+  // 32,768; the attention backward: dout 2 B + dq_accum 4 B + dq 2 B at 2048
+  // wide, dk and dv expanded to 2048: 2 x 2 x 2048 = 24,576 (the MLP's
+  // 3 x 2 x 1024 = 6,144 is smaller). 131,072 B x 4096.
   const Budget b = plan(m, g, s);
   REQUIRE(b.peak.phase == Phase::backward);
-  CHECK(b.bytes_of("activations") == 135'168LL * 4096);
+  CHECK(b.bytes_of("activations") == 131'072LL * 4096);
 }
 
 TEST_CASE("training: context parallelism shards tokens and model states",
@@ -955,13 +956,13 @@ TEST_CASE("training: the CP ring gathers every rank's keys and values",
           .compile = true,
           .loss = Loss::chunked};
   s.cp = 2;
-  // As there, 65,536 + 8,192 + 36,864 per local token, and the attention
+  // As there, 65,536 + 8,192 + 32,768 per local token, and the attention
   // backward's 24,576 plus the all-gathered K and V of both ranks with
   // their fp32 gradients: cp 2 x (512 + 512) x (2 + 4) = 12,288.
-  // 147,456 B x 4096.
+  // 143,360 B x 4096.
   const Budget b = plan(m, g, s);
   REQUIRE(b.peak.phase == Phase::backward);
-  CHECK(b.bytes_of("activations") == 147'456LL * 4096);
+  CHECK(b.bytes_of("activations") == 143'360LL * 4096);
 }
 
 TEST_CASE("training: float8 linears make per-op SAC save every projection",
@@ -1129,4 +1130,131 @@ TEST_CASE("training: layer SAC checkpoints every Nth layer",
                      "--checkpointing", "every-3", "--json"});
   CHECK(nlohmann::json::parse(run.out).at("setup").at("checkpointing") ==
         "every-3");
+}
+
+namespace {
+
+// The activations of a budget's moment named `name` (the step's timeline).
+Bytes moment_allocated(const Budget& b, std::string_view name) {
+  for (std::size_t i = 0; i < b.moment_count; ++i) {
+    if (b.moments[i].name == name) {
+      return b.moments[i].allocated_bytes;
+    }
+  }
+  FAIL("no moment " << name);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "training: a recomputed layer reuses its checkpointed input, so one "
+    "checkpointed layer costs nothing over none",
+    "[training][policy]") {
+  // Llama-2-7B, seq 8192 on one GPU: every layer saves 194,560 B per token
+  // (the per-layer sum above), its input among them (8,192 B). every-32
+  // checkpoints only block 32, the top one: 31 layers keep all, the top keeps
+  // its input. torch.utils.checkpoint re-runs the top layer's forward on that
+  // saved input (detach_variable shares its storage), so the recompute adds
+  // 194,560 - 8,192 B per token, and the moment backward reaches the top
+  // layer holds what no checkpointing holds there: 32 x 194,560 B per token.
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full, .seq = 8192, .precision = Precision::pure};
+  const Budget none = plan(m, g, s);
+  s.checkpointing = Checkpointing::every;
+  s.checkpoint_every = 32;
+  const Budget one = plan(m, g, s);
+  CHECK(moment_allocated(one, "top layer") ==
+        moment_allocated(none, "top layer"));
+  CHECK(one.total_bytes() <= none.total_bytes());
+}
+
+TEST_CASE(
+    "training: with activation offload, every-N holds no more on the GPU "
+    "than no checkpointing",
+    "[training][policy]") {
+  // torchtune OffloadActivations brings each layer's saved tensors back one
+  // layer ahead of backward: without checkpointing the top two layers' (2 x
+  // 194,560 B per token for Llama-2-7B). With every-2 the top layer (block
+  // 32) is checkpointed: its input (8,192 B) comes back, its forward re-runs
+  // on it (194,560 - 8,192 B) and the layer below comes back whole (194,560
+  // B): the same 2 x 194,560 B per token.
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .precision = Precision::pure,
+          .activation_offload = true};
+  const Budget none = plan(m, g, s);
+  s.checkpointing = Checkpointing::every;
+  s.checkpoint_every = 2;
+  const Budget two = plan(m, g, s);
+  CHECK(moment_allocated(two, "top layer") ==
+        moment_allocated(none, "top layer"));
+  CHECK(two.total_bytes() <= none.total_bytes());
+  // The host holds what was offloaded: 16 layers whole and 16 inputs, x 8192
+  // tokens, instead of 32 layers whole.
+  CHECK(none.host_bytes - two.host_bytes ==
+        16 * (194'560 - 8'192) * std::int64_t{8192});
+}
+
+TEST_CASE(
+    "training: offloaded states need the host RAM of every stage on the node, "
+    "not the device-heaviest stage's times the GPUs",
+    "[training][offload]") {
+  // Llama-2-7B over pp 3 on one node of 3 GPUs: 32 layers split 11, 11, 10
+  // (202,383,360 parameters each), embedding (131,072,000) on the first
+  // stage, lm_head (131,072,000) and the final norm (4,096) on the last:
+  // 2,357,288,960, 2,226,216,960 and 2,154,909,696 parameters. --offload
+  // optimizer keeps each GPU's fp32 master, m, v and fp32 gradient copy on the
+  // host: 16 B per parameter. The last stage is the heaviest on the device (its
+  // logits), the first needs the most host RAM; the node holds all three.
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  const Setup s{.gpus = 3,
+                .mode = Mode::full,
+                .seq = 8192,
+                .pp = 3,
+                .offload = Offload::optimizer,
+                .checkpointing = Checkpointing::full};
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.stages.size() == 3);
+  REQUIRE(b.stages[2].total_bytes > b.stages[0].total_bytes);
+  CHECK(b.host_bytes ==
+        16 * (std::int64_t{2'357'288'960} + 2'226'216'960 + 2'154'909'696));
+
+  // Two nodes of 3 GPUs, pp 3 (dp 2): stages are the outermost rank
+  // dimension (torchtitan, Megatron, DeepSpeed), so node 0 holds ranks 0-2
+  // (stage 0 twice, stage 1 once) and node 1 ranks 3-5 (stage 1, stage 2
+  // twice). The busier node is node 0: 2 x 2,357,288,960 + 2,226,216,960.
+  const Setup two{.gpus = 3,
+                  .nodes = 2,
+                  .mode = Mode::full,
+                  .seq = 8192,
+                  .pp = 3,
+                  .offload = Offload::optimizer,
+                  .checkpointing = Checkpointing::full};
+  CHECK(plan(m, g, two).host_bytes ==
+        16 * (2 * std::int64_t{2'357'288'960} + 2'226'216'960));
+}
+
+TEST_CASE(
+    "training: pipeline stages of a full fine-tune hold every parameter once, "
+    "the final norm on the last",
+    "[training][pp]") {
+  // Llama-2-7B has 6,738,415,616 parameters: 32 layers of 202,383,360, the
+  // embedding and lm_head (131,072,000 each) and the final RMSNorm (4,096),
+  // which sits on the last stage. In bf16 (pure) the two stages' weights are
+  // 2 B each: 13,476,831,232 B, as inference's stages hold.
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  const Setup s{
+      .gpus = 2, .mode = Mode::full, .pp = 2, .precision = Precision::pure};
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.stages.size() == 2);
+  CHECK(b.stages[0].weights_bytes + b.stages[1].weights_bytes ==
+        13'476'831'232);
+  CHECK(b.stages[1].weights_bytes ==
+        2 * (16 * std::int64_t{202'383'360} + 131'072'000 + 4'096));
 }

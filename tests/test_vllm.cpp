@@ -3,6 +3,10 @@
 #include "oomplan/memory.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <string>
 
 // vLLM's start-up profile against the llm-d-planner v0.19 H100 logs
 // (shared/validation/public.json), with each check's published tolerance.
@@ -887,4 +891,111 @@ TEST_CASE("vllm: --p2p takes auto, on or off and reaches the re-run line",
   const Budget b = test::budget(m, l40s, s);
   CHECK(b.vllm->p2p);
   CHECK(b.vllm->custom_all_reduce);
+}
+
+namespace {
+
+// A GiB figure printed with a minus sign ("-60.92 GiB"): a negative byte count
+// that reached the page.
+bool prints_negative_gib(const std::string& text) {
+  static const std::regex k_negative("-[0-9]+\\.[0-9]{2} GiB");
+  return std::regex_search(text, k_negative);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "vllm: when vLLM would refuse to start its KV pool is 0 in every "
+    "rendering, with vLLM's reason",
+    "[vllm]") {
+  // Llama-3-70B in bf16 on one A100-80: 70,553,706,496 x 2 B + RoPE cache
+  // 8192 x 128 x 2 B = 141,109,510,144 B of weights, while gpu-util asks for
+  // 0.9 x 84,987,740,160 = 76,488,966,144 B. Requested less the weights is
+  // -64.6 GB: there is no pool at all (vLLM fails while loading).
+  const std::vector<std::string> args = {"llama-3-70b", "--gpus", "1xA100-80",
+                                         "--engine", "vllm"};
+  auto with = [&args](std::vector<std::string> extra) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  const auto j = test::run_cli(with({"--json"}));
+  CHECK(j.code == 1);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  CHECK(doc["fits"] == false);
+  CHECK(doc["vllm"]["weights_bytes"] == 141'109'510'144);
+  CHECK(doc["vllm"]["requested_bytes"] == 76'488'966'144);
+  CHECK(doc["vllm"]["kv_cache_bytes"] == 0);
+  CHECK(doc["vllm"]["kv_tokens"] == 0);
+  CHECK(doc["vllm"]["max_concurrency"] == 0.0);
+  CHECK_THAT(doc["vllm"]["error"].get<std::string>(),
+             Catch::StartsWith("torch.OutOfMemoryError: CUDA out of memory "
+                               "while loading the model weights"));
+  Bytes sum = 0;
+  for (const auto& c : doc["components"]) {
+    CHECK(c["bytes"].get<Bytes>() >= 0);
+    if (c["name"] == "kv_cache") {
+      CHECK(c["bytes"] == 0);
+    }
+    sum += c["bytes"].get<Bytes>();
+  }
+  CHECK(sum == doc["total_bytes"].get<Bytes>());
+  // The advisor sees the refusing engine as not fitting and still searches.
+  REQUIRE_FALSE(doc["fixes"].empty());
+  CHECK(doc["fixes"][0]["fits"] == true);
+
+  const auto text = test::run_cli(args);
+  CHECK(text.code == 1);
+  CHECK_THAT(text.out, Catch::Contains("DOES NOT FIT"));
+  CHECK_THAT(text.out,
+             Catch::Contains("  KV cache                             0.00 "
+                             "GiB\n"));
+  CHECK_THAT(text.out,
+             Catch::Contains("vLLM would not start: torch.OutOfMemoryError"));
+  CHECK_FALSE(prints_negative_gib(text.out));
+
+  const auto md = test::run_cli(with({"--format", "markdown"}));
+  CHECK(md.code == 1);
+  CHECK_THAT(md.out, Catch::Contains("**Does not fit:**"));
+  CHECK_THAT(md.out,
+             Catch::Contains("vLLM would not start: torch.OutOfMemoryError"));
+  CHECK_FALSE(prints_negative_gib(md.out));
+
+  const auto svg = test::run_cli(with({"--format", "svg"}));
+  CHECK(svg.code == 1);
+  CHECK_THAT(svg.out, Catch::Contains("DOES NOT FIT"));
+  CHECK_THAT(svg.out, Catch::Contains("vLLM would not start: "
+                                      "torch.OutOfMemoryError"));
+  CHECK_FALSE(prints_negative_gib(svg.out));
+}
+
+TEST_CASE(
+    "vllm: weights within the card but past gpu-util leave no pool, and the "
+    "plan does not fit",
+    "[vllm]") {
+  // Llama-3.1-8B on one RTX 4090 at gpu-util 0.3: 0.3 x 23.99 GiB = 7.2 GiB
+  // requested, under the 14.99 GiB of weights; vLLM loads them (the card has
+  // room) and then finds no memory for the cache blocks.
+  const std::vector<std::string> args = {"llama-3.1-8b", "--gpus", "1xRTX4090",
+                                         "--engine",     "vllm",   "--gpu-util",
+                                         "0.3"};
+  std::vector<std::string> json_args = args;
+  json_args.emplace_back("--json");
+  const auto j = test::run_cli(json_args);
+  CHECK(j.code == 1);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  CHECK(doc["fits"] == false);
+  CHECK(doc["vllm"]["kv_cache_bytes"] == 0);
+  CHECK(doc["vllm"]["kv_tokens"] == 0);
+  CHECK(doc["vllm"]["error"] ==
+        "No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.");
+  // Weights, profile peak, non-torch and graphs fit the card: the headroom
+  // is positive, and the verdict names vLLM's refusal.
+  CHECK(doc["headroom_bytes"].get<Bytes>() > 0);
+  const auto text = test::run_cli(args);
+  CHECK(text.code == 1);
+  CHECK_THAT(text.out, Catch::Contains("but vLLM would not start: No available "
+                                       "memory for the cache blocks"));
+  CHECK_FALSE(prints_negative_gib(text.out));
 }
