@@ -235,6 +235,24 @@ std::optional<std::string> check_layout(const Model& model, const Setup& s,
         "choose tp x pp that divides {}",
         r.tp, r.pp, group, total, total);
   }
+  // DeepSpeed's offload_optimizer is "valid for ZeRO stage 1, 2, 3" and
+  // offload_param for stage 3 only (docs/_pages/config-json.md); FSDP's
+  // CPUOffload moves parameters, gradients and states (--fsdp is stage 3).
+  if (r.training() && r.offload != Offload::none && r.zero == 0) {
+    return fmt::format(
+        "--offload {} needs ZeRO: DeepSpeed offloads only inside its ZeRO "
+        "optimizer (stage 1 or more, parameters at stage 3); add --zero 3 "
+        "or --fsdp",
+        offload_name(r.offload));
+  }
+  if (r.training() && r.zero < 3 &&
+      (r.offload == Offload::params || r.offload == Offload::all)) {
+    return fmt::format(
+        "--offload {} moves the parameters only at ZeRO stage 3 "
+        "(offload_param) or with --fsdp; at stage {} use --offload optimizer, "
+        "or add --zero 3",
+        offload_name(r.offload), r.zero);
+  }
   if (r.sequence_parallel && r.tp == 1) {
     return std::string(
         "--sequence-parallel splits activations over the tensor-parallel "

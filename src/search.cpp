@@ -1,6 +1,7 @@
 #include "oomplan/search.hpp"
 
 #include "oomplan/capability.hpp"
+#include "oomplan/options.hpp"
 #include "oomplan/plan.hpp"
 
 #include <fmt/format.h>
@@ -208,23 +209,18 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
           continue;
         }
         const int dp = total / (tp * pp);
-        int accum = r.grad_accum;
-        if (r.training()) {
-          if (global % dp != 0) {
-            continue;  // would change the global batch
-          }
-          accum = static_cast<int>(global / dp);
+        if (r.training() && global % dp != 0) {
+          continue;  // would change the global batch
         }
         layouts.push_back(one(
             "layout",
             fmt::format("tp {} x pp {} x dp {} on the same {} GPUs", tp, pp, dp,
                         total),
             Risk::none,
-            [tp, pp, accum](Setup& s) {
+            [tp, pp](Setup& s) {
               s.tp = tp;
               s.pp = pp;
               s.split_layers = false;
-              s.grad_accum = accum;
             },
             r.training() ? k_layout_effort : 0.0));
       }
@@ -278,15 +274,16 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
         if (r.batch % b != 0) {
           continue;
         }
-        const int accum = static_cast<int>(r.grad_accum * (r.batch / b));
+        const std::int64_t more = std::int64_t{r.grad_accum} * (r.batch / b);
+        if (more > k_max_grad_accum) {
+          continue;  // beyond what --grad-accum takes (options.hpp)
+        }
+        const int accum = static_cast<int>(more);
         batches.push_back(
             one("micro-batch",
                 fmt::format("micro-batch {} -> {}, grad-accum {} -> {}",
                             r.batch, b, r.grad_accum, accum),
-                Risk::none, [b, accum](Setup& s) {
-                  s.batch = b;
-                  s.grad_accum = accum;
-                }));
+                Risk::none, [b](Setup& s) { s.batch = b; }));
       }
       add(std::move(batches), batches.size() - 1);
     }
@@ -443,31 +440,6 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
   return out;
 }
 
-void Searcher::rank(const Gpu& gpu, const Setup& start,
-                    std::vector<Dim>& knobs) const {
-  const Model& m = m_model;
-  // Each level's time factor against the start, for the walk's order.
-  const double base =
-      step_seconds(estimate_time(m, gpu, resolve(m, gpu, start)));
-  for (Dim& d : knobs) {
-    for (std::size_t i = 1; i < d.levels.size(); ++i) {
-      Setup s = start;
-      d.levels[i].apply(s);
-      const double t = step_seconds(estimate_time(m, gpu, resolve(m, gpu, s)));
-      d.levels[i].factor = base > 0 && t > 0 ? t / base : 1.0;
-    }
-    // A walk steps through a knob's levels in order: layouts are not
-    // nested, so they go cheapest first.
-    if (d.levels.size() > 2 && (d.levels[1].move.id == "layout" ||
-                                d.levels[1].move.id == "split-layers")) {
-      std::stable_sort(d.levels.begin() + 1, d.levels.end(),
-                       [](const Dim::Level& a, const Dim::Level& b) {
-                         return a.factor < b.factor;
-                       });
-    }
-  }
-}
-
 namespace {
 
 // A point of the search's lattice: one level per knob (a search has at most
@@ -611,14 +583,41 @@ struct Searcher::Space {
   LevelsTable<Outcome> known;
   std::int64_t* priced = nullptr;  // the searcher's count
 
-  Setup setup_of(const Levels& levels) const {
+  // Sequences per optimizer step of the start (training), which every setup
+  // of the space keeps.
+  std::int64_t global_batch = 0;
+
+  // The setup of `levels`; nullopt when it cannot keep the start's global
+  // batch. The moves change the micro-batch and the data-parallel size; the
+  // gradient accumulation follows from both here, once, so that moves
+  // combine (each setting it for itself undid the others').
+  std::optional<Setup> setup_of(const Levels& levels) const {
     Setup s = start;
     for (std::size_t d = 0; d < knobs.size(); ++d) {
       if (levels[d] > 0) {
         knobs[d].levels[levels[d]].apply(s);
       }
     }
+    if (!keep_global_batch(s)) {
+      return std::nullopt;
+    }
     return s;
+  }
+
+  // Sets the gradient accumulation that keeps the start's global batch;
+  // false when none does (or it is beyond --grad-accum's bound).
+  bool keep_global_batch(Setup& s) const {
+    if (global_batch == 0) {
+      return true;
+    }
+    const std::int64_t per_step =
+        std::int64_t{s.batch} * std::max(1, resolve(*model, *gpu, s).dp());
+    if (global_batch % per_step != 0 ||
+        global_batch / per_step > k_max_grad_accum) {
+      return false;
+    }
+    s.grad_accum = static_cast<int>(global_batch / per_step);
+    return true;
   }
 
   // Whether `levels` fits with the headroom asked for (each priced once).
@@ -630,13 +629,13 @@ struct Searcher::Space {
       known.insert(levels, Outcome{});
       return false;
     }
-    const Setup s = setup_of(levels);
+    const std::optional<Setup> setup = setup_of(levels);
     Outcome out;
     // torchtune offloads the checkpointed inputs only.
-    if (!s.activation_offload || start.activation_offload ||
-        s.checkpointing == Checkpointing::full) {
+    if (setup && (!setup->activation_offload || start.activation_offload ||
+                  setup->checkpointing == Checkpointing::full)) {
       ++*priced;
-      const Pricing p = price(*model, *gpu, s);
+      const Pricing p = price(*model, *gpu, *setup);
       if (p.priced) {
         const Budget& b = p.priced->budget;
         out.fits = need < 0 ? b.fits_with_margin()
@@ -723,6 +722,36 @@ struct Searcher::Space {
   }
 };
 
+void Searcher::rank(Space& space) const {
+  const Model& m = m_model;
+  const Gpu& gpu = *space.gpu;
+  const Setup& start = space.start;
+  std::vector<Dim>& knobs = space.knobs;
+  // Each level's time factor against the start, for the walk's order.
+  const double base =
+      step_seconds(estimate_time(m, gpu, resolve(m, gpu, start)));
+  for (Dim& d : knobs) {
+    for (std::size_t i = 1; i < d.levels.size(); ++i) {
+      Setup s = start;
+      d.levels[i].apply(s);
+      // With the global batch kept, as the space prices it (a layout that
+      // cannot keep it is never priced: its factor does not matter).
+      space.keep_global_batch(s);
+      const double t = step_seconds(estimate_time(m, gpu, resolve(m, gpu, s)));
+      d.levels[i].factor = base > 0 && t > 0 ? t / base : 1.0;
+    }
+    // A walk steps through a knob's levels in order: layouts are not
+    // nested, so they go cheapest first.
+    if (d.levels.size() > 2 && (d.levels[1].move.id == "layout" ||
+                                d.levels[1].move.id == "split-layers")) {
+      std::stable_sort(d.levels.begin() + 1, d.levels.end(),
+                       [](const Dim::Level& a, const Dim::Level& b) {
+                         return a.factor < b.factor;
+                       });
+    }
+  }
+}
+
 Searcher::Space& Searcher::space(const Gpu& gpu, int count,
                                  std::optional<double> headroom_share) {
   const Bytes need = headroom_share
@@ -749,6 +778,11 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
     m_space->required = m_required;
     m_space->start = with_gpu_count(m_base, count, m_model);
     m_space->knobs = dims(gpu, m_space->start);
+    if (m_space->start.training()) {
+      const Resolved r = resolve(m_model, gpu, m_space->start);
+      m_space->global_batch =
+          std::int64_t{r.batch} * r.grad_accum * std::max(1, r.dp());
+    }
     if (m_space->knobs.size() > k_max_knobs) {
       m_space->knobs.resize(k_max_knobs);
     }
@@ -845,7 +879,7 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
     return levels;
   };
   auto found_of = [&](const Levels& levels) {
-    Pricing p = price(m_model, gpu, setup_of(levels));
+    Pricing p = price(m_model, gpu, *setup_of(levels));
     Found out;
     out.gpu = &gpu;
     out.request = p.priced->request;
@@ -912,7 +946,7 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   // The time factors order the rest (computed only now: most counts a
   // search tries cannot fit at all).
   if (!space.ranked) {
-    rank(gpu, start, knobs);
+    rank(space);
     known.clear();  // the levels were renumbered
     space.ranked = true;
   }

@@ -41,6 +41,18 @@ std::vector<Case> cases() {
       {"llama3-8b", "1xRTX4090",
        Setup{.mode = Mode::lora, .batch = 4, .attn = Attn::eager}},
       {"mixtral-8x7b", "2xL40S", Setup{.seq = 16384, .batch = 8}},
+      // A layout and a smaller micro-batch together (once each set
+      // grad-accum for itself, and the later one undid the other's).
+      {"llama3-70b", "8xH100",
+       Setup{.mode = Mode::full, .seq = 8192, .batch = 4, .zero = 3}},
+      // At --grad-accum's bound: a smaller micro-batch would need more
+      // accumulation than the option takes (the property test found the
+      // advisor proposing --grad-accum 1111490560).
+      {"llama3-8b", "8xH100",
+       Setup{.mode = Mode::full,
+             .batch = 64,
+             .zero = 2,
+             .grad_accum = 1'000'000}},
   };
 }
 
@@ -101,6 +113,13 @@ TEST_CASE("advice: every fix is re-priced and its command line reproduces it",
       CHECK(b.fits_with_margin() == f.fits);
       CHECK(f.saves_bytes == p.budget.total_bytes() - f.total_bytes);
       CHECK(f.fits);  // the advisor proposes only what fits
+      if (f.group == FixGroup::same_hardware && p.setup.training()) {
+        // On the same GPUs the job stays: sequences per optimizer step =
+        // micro-batch x grad-accum x data parallel, whatever moves combine.
+        const Resolved r = resolve(*p.model, *f.gpu, f.request);
+        CHECK(std::int64_t{r.batch} * r.grad_accum * r.dp() ==
+              std::int64_t{p.setup.batch} * p.setup.grad_accum * p.setup.dp());
+      }
       // The same bytes and verdict through the command line it prints.
       auto words = plan_argv(c.model, *p.model, *f.gpu, f.request);
       words.erase(words.begin());

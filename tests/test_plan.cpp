@@ -162,6 +162,35 @@ TEST_CASE("plan: check() names contradictions in the contract's words",
               Setup{.gpus = 8, .mode = Mode::full, .zero = 2, .fsdp = true}) ==
         "--fsdp shards like ZeRO stage 3 and contradicts --zero 2; drop --zero "
         "or use --zero 3");
+  // Issue 10: "--offload params at ZeRO-0 silently does nothing". DeepSpeed
+  // offloads inside its ZeRO optimizer only (offload_optimizer: stages 1-3,
+  // offload_param: stage 3), so the setups it would ignore are refused.
+  CHECK(
+      check(m, g,
+            Setup{.gpus = 8, .mode = Mode::full, .offload = Offload::params}) ==
+      "--offload params needs ZeRO: DeepSpeed offloads only inside its ZeRO "
+      "optimizer (stage 1 or more, parameters at stage 3); add --zero 3 or "
+      "--fsdp");
+  CHECK(check(m, g,
+              Setup{.gpus = 8,
+                    .mode = Mode::full,
+                    .zero = 2,
+                    .offload = Offload::all}) ==
+        "--offload all moves the parameters only at ZeRO stage 3 "
+        "(offload_param) or with --fsdp; at stage 2 use --offload optimizer, "
+        "or add --zero 3");
+  CHECK_FALSE(check(m, g,
+                    Setup{.gpus = 8,
+                          .mode = Mode::full,
+                          .zero = 1,
+                          .offload = Offload::optimizer}));
+  CHECK_FALSE(check(m, g,
+                    Setup{.gpus = 8,
+                          .mode = Mode::full,
+                          .fsdp = true,
+                          .offload = Offload::all}));
+  // Inference offload is accelerate's device_map, without ZeRO.
+  CHECK_FALSE(check(m, g, Setup{.gpus = 1, .offload = Offload::params}));
   // price() says the same instead of a budget.
   const Pricing p =
       price(m, g, Setup{.gpus = 4, .mode = Mode::full, .engine = Engine::vllm});

@@ -119,7 +119,7 @@ class Searcher {
   // searches for several objectives run on them.
   struct Space;
   std::vector<Dim> dims(const Gpu& gpu, const Setup& start) const;
-  void rank(const Gpu& gpu, const Setup& start, std::vector<Dim>& knobs) const;
+  void rank(Space& space) const;
   Space& space(const Gpu& gpu, int count, std::optional<double> headroom_share);
   std::optional<Found> search(Space& space, Objective objective);
 
