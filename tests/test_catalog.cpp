@@ -6,7 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -594,16 +597,26 @@ TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
         "extra/bad.json: toy: checkpoint_quant: unknown format 'q4'; valid: "
         "none, int8, fp8, int4, nf4, nf4-nodq, gptq, awq, mxfp4");
   CHECK(parse_error(toy_with(R"(, "hidden_size": 100000000000)")) ==
+        "extra/bad.json: toy: hidden_size: must be from 1 to 1048576, but is "
+        "100000000000");
+  // Each size within its bound, but 4096 layers of 3 x 10^6 x 4 x 10^6.
+  CHECK(parse_error(toy_with(
+            R"(, "hidden_size": 1000000, "head_dim": 128,
+                 "intermediate_size": 4000000, "num_hidden_layers": 4096)")) ==
         "extra/bad.json: toy: hidden_size: these sizes give more than 10^15 "
         "parameters");
   CHECK(parse_error(toy_with(R"(, "global_every": 10000000000)")) ==
-        "extra/bad.json: toy: global_every: must be at most 1000000, but is "
+        "extra/bad.json: toy: global_every: must be from 0 to 4096, but is "
         "10000000000");
   CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": -5}]})") ==
         "extra/bad.json: X1: capacity_bytes: must be positive, but is -5");
   CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
                         "bandwidth_gb_s": "fast"}]})") ==
         "extra/bad.json: X1: bandwidth_gb_s: must be a number, but is string");
+  CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
+                        "bandwidth_gb_s": -1}]})") ==
+        "extra/bad.json: X1: bandwidth_gb_s: must be above 0 and up to "
+        "1000000, but is -1");
   CHECK(parse_error(
             R"({"instances": [{"name": "i", "gpu": "X", "count": 0}]})") ==
         "extra/bad.json: i: count: must be positive, but is 0");
@@ -612,24 +625,323 @@ TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
         "extra/bad.json: toy: name or alias 'toy' is used by another model");
 }
 
+// A complete new GPU entry for --catalog files.
+std::string card(const std::string& name, const std::string& extra = "") {
+  return R"({"name": ")" + name +
+         R"(", "capacity_bytes": 2000, "bandwidth_gb_s": 100,
+             "bf16_tflops": 10, "pcie_gb_s": 16)" +
+         extra + "}";
+}
+
+// merge_catalog_files over a copy of the shipped catalog; the warnings.
+std::vector<std::string> merge(
+    Catalog& base,
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<oomplan::CatalogFile> views;
+  for (const auto& [origin, text] : files) {
+    views.push_back({origin, text});
+  }
+  return oomplan::merge_catalog_files(base, views);
+}
+
 TEST_CASE("catalog: merge overrides entries by name and adds new ones",
           "[catalog]") {
   Catalog base = catalog();
   const auto models = base.models.size();
-  Catalog extra = parse_catalog(
-      R"({"gpus": [{"name": "h100-80", "capacity_bytes": 1000},
-                   {"name": "MyCard", "capacity_bytes": 2000}],
-          "instances": [{"name": "my.box", "gpu": "MyCard", "count": 2}]})",
-      "extra/gpus.json");
-  merge_catalog(base, std::move(extra));
+  const auto warnings = merge(
+      base, {{"extra/gpus.json",
+              R"({"gpus": [{"name": "h100-80", "capacity_bytes": 1000}, )" +
+                  card("MyCard") + R"(],
+          "instances": [{"name": "my.box", "gpu": "MyCard", "count": 2}]})"}});
+  CHECK(warnings.empty());
   CHECK(base.models.size() == models);
   CHECK(oomplan::find_gpu(base, "H100").capacity_bytes == 1000);
   const auto spec = oomplan::parse_gpu_spec(base, "my.box");
   CHECK(spec.gpu->name == "MyCard");
   CHECK(spec.count == 2);
-  Catalog dangling = parse_catalog(
-      R"({"instances": [{"name": "x.box", "gpu": "NoSuch", "count": 2}]})",
-      "extra/i.json");
-  CHECK(error_of([&] { merge_catalog(base, std::move(dangling)); }) ==
-        "instance x.box: unknown GPU 'NoSuch'");
+  CHECK(error_of([&] {
+          merge(base, {{"extra/i.json",
+                        R"({"instances": [{"name": "x.box", "gpu": "NoSuch",
+                                           "count": 2}]})"}});
+        }) == "instance x.box: unknown GPU 'NoSuch'");
+}
+
+TEST_CASE("catalog: a one-field GPU override keeps every other field",
+          "[catalog]") {
+  // D8: {"name": "H100-80", "capacity_bytes": ...} used to replace the whole
+  // entry, dropping bandwidth, TFLOPS and aliases (the time model then
+  // divided by a zero bandwidth).
+  Catalog base = catalog();
+  const oomplan::Gpu before = oomplan::find_gpu(base, "H100-80");
+  merge(base, {{"extra/h100.json",
+                R"({"gpus": [{"name": "H100-80",
+                              "capacity_bytes": 85000000000}]})"}});
+  const oomplan::Gpu& after = oomplan::find_gpu(base, "H100");
+  oomplan::Gpu expected = before;
+  expected.capacity_bytes = 85'000'000'000;
+  CHECK(after == expected);
+  CHECK(after.bandwidth_gb_s == 3350);  // H100 SXM5 HBM3, 3.35 TB/s
+  // A model override changes the fields it states and keeps the rest.
+  const Model llama = oomplan::find_model(base, "llama3-70b");
+  merge(base, {{"extra/llama.json",
+                R"({"models": [{"id": "llama-3-70b",
+                                "max_position_embeddings": 131072}]})"}});
+  Model expected_model = llama;
+  expected_model.max_position_embeddings = 131072;
+  CHECK(oomplan::find_model(base, "llama3-70b") == expected_model);
+}
+
+TEST_CASE("catalog: a new GPU must state what the time model divides by",
+          "[catalog]") {
+  // D8: a GPU without bandwidth printed "~inf ms per output token".
+  Catalog base = catalog();
+  CHECK(error_of([&] {
+          merge(base, {{"extra/x.json",
+                        R"({"gpus": [{"name": "X1", "capacity_bytes": 5}]})"}});
+        }) == "extra/x.json: X1: bandwidth_gb_s: missing");
+  CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
+                        "bandwidth_gb_s": 1, "bf16_tflops": 1}]})") ==
+        "extra/bad.json: X1: pcie_gb_s: missing");
+  CHECK(parse_error(std::string(R"({"gpus": [)") +
+                    card("X1", R"(, "bf16_tflops": 0)") + "]}") ==
+        "extra/bad.json: X1: bf16_tflops: must be above 0 and up to 1000000, "
+        "but is 0");
+}
+
+TEST_CASE("catalog: the same name in two --catalog files is an error",
+          "[catalog]") {
+  // D9: the later file used to win silently.
+  Catalog base = catalog();
+  const std::string one = std::string(R"({"gpus": [)") + card("MyCard") + "]}";
+  CHECK(error_of([&] {
+          merge(base, {{"a/one.json", one}, {"b/two.json", one}});
+        }) ==
+        "b/two.json: MyCard: GPU 'MyCard' is also defined in a/one.json; keep "
+        "one definition");
+  // Overriding the same built-in entry from two files conflicts too.
+  Catalog again = catalog();
+  const std::string h100 =
+      R"({"gpus": [{"name": "H100-80", "capacity_bytes": 1000}]})";
+  CHECK(error_of([&] {
+          merge(again, {{"a/one.json", h100}, {"b/two.json", h100}});
+        }) ==
+        "b/two.json: H100-80: GPU 'H100-80' is also defined in a/one.json; "
+        "keep one definition");
+  // An alias one file gives and another file's entry claims.
+  Catalog third = catalog();
+  CHECK(error_of([&] {
+          merge(third,
+                {{"a/one.json", std::string(R"({"gpus": [)") +
+                                    card("CardA", R"(, "aliases": ["fast"])") +
+                                    "]}"},
+                 {"b/two.json", std::string(R"({"gpus": [)") +
+                                    card("CardB", R"(, "aliases": ["FAST"])") +
+                                    "]}"}});
+        }) ==
+        "b/two.json: CardB: GPU 'FAST' is also defined in a/one.json; keep "
+        "one definition");
+}
+
+TEST_CASE("catalog: shadowing a built-in name or alias is a warning",
+          "[catalog]") {
+  // D9: a user model could take a built-in alias without a word.
+  Catalog base = catalog();
+  const std::string model = std::string(R"({"models": [{)") + k_toy +
+                            R"(, "aliases": ["llama3-70b", "llama-3-8b"]}]})";
+  const auto warnings = merge(base, {{"extra/toy.json", model}});
+  CHECK(warnings == std::vector<std::string>{
+                        "extra/toy.json: toy: 'llama3-70b' was an alias of "
+                        "built-in model llama-3-70b; it now finds this entry",
+                        "extra/toy.json: toy: alias 'llama-3-8b' is the name "
+                        "of built-in model llama-3-8b, which keeps it; the "
+                        "alias is ignored"});
+  CHECK(oomplan::find_model(base, "llama3-70b").name == "toy");
+  CHECK(oomplan::find_model(base, "llama-3-70b").name == "llama-3-70b");
+  CHECK(oomplan::find_model(base, "llama-3-8b").name == "llama-3-8b");
+  // Naming a built-in entry by one of its aliases overrides that entry.
+  Catalog other = catalog();
+  const auto by_alias = merge(
+      other, {{"extra/h100.json",
+               R"({"gpus": [{"name": "H100", "capacity_bytes": 1000}]})"}});
+  CHECK(by_alias ==
+        std::vector<std::string>{
+            "extra/h100.json: H100: 'H100' is an alias of built-in GPU "
+            "H100-80; this entry overrides it field by field"});
+  CHECK(oomplan::find_gpu(other, "H100-80").capacity_bytes == 1000);
+}
+
+TEST_CASE("catalog: merging is linear in the number of entries", "[catalog]") {
+  // Issue 13: 3,000 extra GPUs took 173 ms (merge_list scanned the whole list
+  // per entry); 20,000 would take seconds. Linear merging does it in tens of
+  // milliseconds; the bound leaves a wide margin for slow machines.
+  std::string text = R"({"gpus": [)";
+  for (int i = 0; i < 20'000; ++i) {
+    if (i > 0) {
+      text += ',';
+    }
+    text += card(std::string("G").append(std::to_string(i)));
+  }
+  text += "]}";
+  Catalog base = catalog();
+  const auto start = std::chrono::steady_clock::now();
+  merge(base, {{"extra/many.json", text}});
+  const std::chrono::duration<double> took =
+      std::chrono::steady_clock::now() - start;
+  CHECK(base.gpus.size() == catalog().gpus.size() + 20'000);
+  CHECK(took.count() < 2.0);
+}
+
+TEST_CASE("catalog: the structure check bounds every size before arithmetic",
+          "[catalog]") {
+  // D3: 10^13 layers used to hang (a per-layer loop in count_params).
+  CHECK(parse_error(toy_with(R"(, "num_hidden_layers": 10000000000000)")) ==
+        "extra/bad.json: toy: num_hidden_layers: must be from 1 to 4096, but "
+        "is 10000000000000");
+  CHECK(parse_error(toy_with(R"(, "vocab_size": 100000000)")) ==
+        "extra/bad.json: toy: vocab_size: must be from 1 to 16777216, but is "
+        "100000000");
+  CHECK(parse_error(toy_with(R"(, "num_key_value_heads": 8)")) ==
+        "extra/bad.json: toy: num_key_value_heads: 8 exceeds "
+        "num_attention_heads 4");
+  CHECK(parse_error(toy_with(R"(, "first_k_dense_replace": 3)")) ==
+        "extra/bad.json: toy: first_k_dense_replace: 3 dense layers exceed "
+        "num_hidden_layers 2");
+  CHECK(parse_error(toy_with(R"(, "checkpoint_bytes": 5)")) ==
+        "extra/bad.json: toy: checkpoint_bytes: 5 bytes cannot hold 95040 "
+        "parameters (1 bit to 8 bytes each: 11880 to 760320 bytes)");
+  // The bounds themselves are accepted (the toy's 2 layers of 4 heads).
+  CHECK(parse_error(toy_with(R"(, "num_hidden_layers": 4096)")).empty());
+  CHECK(parse_error(toy_with(R"(, "max_position_embeddings": 1073741824)"))
+            .empty());
+}
+
+TEST_CASE("catalog: every bound has a model far below it", "[catalog]") {
+  // The bounds are documented as far above every real model: the shipped
+  // catalog must sit at least 8 times below each.
+  for (const Model& m : catalog().models) {
+    INFO(m.name);
+    CHECK(m.num_layers * 8 <= oomplan::k_max_layers);
+    CHECK(m.hidden_size * 8 <= oomplan::k_max_hidden);
+    CHECK(m.num_heads * 8 <= oomplan::k_max_heads);
+    CHECK(m.intermediate_size * 8 <= oomplan::k_max_intermediate);
+    CHECK(m.vocab_size * 8 <= oomplan::k_max_vocab);
+    CHECK(m.max_position_embeddings * 8 <= oomplan::k_max_positions);
+    CHECK(m.num_experts * 8 <= oomplan::k_max_experts);
+    CHECK(!oomplan::check_model(m));
+  }
+}
+
+TEST_CASE("catalog: a huge name or key costs microseconds, not seconds",
+          "[catalog]") {
+  // D4: "did you mean" ran a full edit-distance table per candidate: a
+  // 100,000-character model name took 2.9 s, a 1 MB unknown key 7.7 s.
+  const std::string name(100'000, 'a');
+  const std::string key(1'000'000, 'k');
+  const auto start = std::chrono::steady_clock::now();
+  const std::string model_error =
+      error_of([&] { oomplan::find_model(catalog(), name); });
+  const std::string key_error =
+      parse_error(toy_with(R"(, ")" + key + R"(": 1)"));
+  const std::chrono::duration<double> took =
+      std::chrono::steady_clock::now() - start;
+  CHECK(took.count() < 0.5);
+  // The echoed text is cut: the message stays short and on one line.
+  CHECK(model_error == "unknown model '" + std::string(200, 'a') +
+                           "...(99800 more bytes)'; `oomplan models` lists "
+                           "the catalog, or pass a config.json path");
+  CHECK(key_error == "extra/bad.json: toy: " + std::string(200, 'k') +
+                         "...(999800 more bytes): unknown field "
+                         "(models/README.md lists the fields)");
+}
+
+// The textbook optimal-string-alignment distance (full table), to check the
+// banded one against.
+std::size_t reference_distance(const std::string& a_in,
+                               const std::string& b_in) {
+  std::string a = a_in;
+  std::string b = b_in;
+  for (auto* s : {&a, &b}) {
+    for (char& ch : *s) {
+      ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  std::vector<std::vector<std::size_t>> d(
+      a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) {
+    d[i][0] = i;
+  }
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    d[0][j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+TEST_CASE("catalog: banded suggestions match the full edit distance",
+          "[catalog]") {
+  // For every GPU name and alias, with typos made from it (a deletion, a
+  // swap, an insertion, three changes, four changes), suggest() must pick
+  // what the full table picks: the first candidate at the smallest distance
+  // <= 3 (and below the candidate's length).
+  std::vector<std::string> names;
+  for (const auto& g : catalog().gpus) {
+    names.push_back(g.name);
+    names.insert(names.end(), g.aliases.begin(), g.aliases.end());
+  }
+  for (const auto& name : names) {
+    std::vector<std::string> words = {
+        name.substr(1), name + "x", std::string("zz").append(name).append("q"),
+        name + "-0000", std::string("Q").append(name.substr(2))};
+    if (name.size() > 2) {
+      std::string swapped = name;
+      std::swap(swapped[0], swapped[1]);
+      words.push_back(swapped);
+    }
+    for (const auto& word : words) {
+      INFO(word);
+      std::optional<std::string> expected;
+      std::size_t best = 4;
+      for (const auto& candidate : names) {
+        const std::size_t d = reference_distance(word, candidate);
+        if (d < best && d < candidate.size()) {
+          best = d;
+          expected = candidate;
+        }
+      }
+      CHECK(oomplan::suggest(word, names) == expected);
+    }
+  }
+}
+
+TEST_CASE("catalog: instances carry host RAM and price into the GPU spec",
+          "[catalog]") {
+  Catalog base = catalog();
+  merge(base, {{"extra/box.json",
+                std::string(R"({"gpus": [)") + card("MyCard") + R"(],
+                    "instances": [{"name": "my.box", "gpu": "MyCard",
+                                   "count": 4, "host_ram_gib": 512,
+                                   "price_usd_per_hour": 10},
+                                  {"name": "my.big", "gpu": "MyCard",
+                                   "count": 8, "price_usd_per_hour": 16}]})"}});
+  const auto spec = oomplan::parse_gpu_spec(base, "my.box");
+  CHECK(spec.host_ram_bytes == 512 * oomplan::k_gib);
+  CHECK(spec.price_usd_per_hour == 10);
+  REQUIRE(spec.instance != nullptr);
+  CHECK(spec.instance->name == "my.box");
+  CHECK(oomplan::parse_gpu_spec(base, "4xMyCard").host_ram_bytes == 0);
+  // 10 / 4 = 2.50 and 16 / 8 = 2.00 USD per GPU-hour: the cheaper wins.
+  CHECK(oomplan::gpu_hour_price(base, oomplan::find_gpu(base, "MyCard")) ==
+        2.0);
+  const std::string card_b =
+      std::string(R"({"gpus": [)") + card("OtherCard") + "]}";
+  merge(base, {{"extra/b.json", card_b}});
+  CHECK(!oomplan::gpu_hour_price(base, oomplan::find_gpu(base, "OtherCard")));
 }

@@ -5,7 +5,9 @@
 #include "oomplan/model.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,6 +20,27 @@ using oomplan::Quant;
 
 std::string fixture_path(const std::string& name) {
   return std::string(OOMPLAN_TEST_DATA) + "/hf/" + name + "/config.json";
+}
+
+std::string fixture_text(const std::string& name) {
+  std::ifstream in(fixture_path(name));
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The import error of fixture `name` after `edit` changed its JSON.
+template <typename Edit>
+std::string fixture_error(const std::string& name, Edit edit) {
+  nlohmann::json doc = nlohmann::json::parse(fixture_text(name));
+  edit(doc);
+  try {
+    import_hf_config(doc.dump(), "hf/" + name + "/config.json");
+  } catch (const oomplan::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 Model import_fixture(const std::string& name) {
@@ -219,8 +242,10 @@ TEST_CASE("hf: quantization_config sets the checkpoint format", "[hf]") {
 }
 
 TEST_CASE("hf: the safetensors index gives the exact checkpoint size", "[hf]") {
+  // LLaMA-7B: 6,738,415,616 bf16 parameters plus one 256 B rotary inv_freq
+  // buffer per layer (32) = 13,476,839,424 B.
   const Model m = import_hf_config(
-      llama(), "my/config.json",
+      fixture_text("llama-7b"), "my/config.json",
       R"({"metadata": {"total_size": 13476839424}, "weight_map": {}})");
   CHECK(m.checkpoint_bytes == 13'476'839'424);
   CHECK(import_error(llama(), R"({"weight_map": {}})") ==
@@ -237,8 +262,8 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "deepseek_v3, gpt_oss, gpt2, gpt_neox, bloom, llama4, mllama, "
         "mistral3, t5");
   CHECK(import_error(llama(R"(, "num_hidden_layers": 2000000000000)")) ==
-        "my/config.json: the sizes in this config give more than 10^15 "
-        "parameters");
+        "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
+        "2000000000000");
   CHECK(import_error(R"({"hidden_size": 1})") ==
         "my/config.json: model_type: missing");
   CHECK(import_error(R"({"model_type": "llama", "num_hidden_layers": 2})") ==
@@ -400,4 +425,157 @@ TEST_CASE("hf: Llama 4 Maverick alternates dense and MoE layers", "[hf]") {
   CHECK(c.total() - c.extra == 400'711'848'960);
   CHECK(c.active == 17'184'691'200);
   CHECK(c.extra == 871'932'416);  // the same vision model as Scout
+}
+
+TEST_CASE("hf: sizes that overflow 64-bit arithmetic are an error", "[hf]") {
+  // D1: vision_config.hidden_size 10^12 printed "(-4714487718.29B params)"
+  // and FITS (signed overflow in siglip_params).
+  CHECK(fixture_error("gemma-3-4b-it",
+                      [](auto& doc) {
+                        doc["vision_config"]["hidden_size"] = 1'000'000'000'000;
+                      }) ==
+        "hf/gemma-3-4b-it/config.json: the sizes in this config give more than "
+        "10^15 parameters (they overflow 64-bit arithmetic)");
+  // 10^7 does not overflow, but 27 layers of 4 h^2 exceed 10^15.
+  CHECK(fixture_error(
+            "gemma-3-4b-it",
+            [](auto& doc) { doc["vision_config"]["hidden_size"] = 10'000'000; })
+            .rfind("hf/gemma-3-4b-it/config.json: vision_config: these sizes "
+                   "give ",
+                   0) == 0);
+  // gpt2 n_head 10^15 gave head_dim 0; n_head > n_embd likewise.
+  CHECK(
+      fixture_error("gpt2-xl",
+                    [](auto& doc) { doc["n_head"] = 1'000'000'000'000'000; }) ==
+      "hf/gpt2-xl/config.json: n_head: 1000000000000000 does not divide "
+      "n_embd 1600");
+  CHECK(fixture_error("gpt2-xl", [](auto& doc) { doc["n_head"] = 3200; }) ==
+        "hf/gpt2-xl/config.json: n_head: 3200 does not divide n_embd 1600");
+  CHECK(import_error(llama(R"(, "vocab_size": 18446744073709551615)")) ==
+        "my/config.json: vocab_size: must be at most 9007199254740992, but is "
+        "18446744073709551615");
+}
+
+TEST_CASE("hf: layer counts are bounded before any per-layer work", "[hf]") {
+  // D3: a Gemma-3 text_config with 2.8 M layers took 3.5 s.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(fixture_error("gemma-3-4b-it",
+                      [](auto& doc) {
+                        doc["text_config"]["num_hidden_layers"] = 2'800'000;
+                      }) ==
+        "hf/gemma-3-4b-it/config.json: text_config.num_hidden_layers: must be "
+        "from 1 to 4096, but is 2800000");
+  const std::chrono::duration<double> took =
+      std::chrono::steady_clock::now() - start;
+  CHECK(took.count() < 0.5);
+}
+
+TEST_CASE("hf: compressed-tensors num_bits must be 4 or 8 bits", "[hf]") {
+  // D5: a string num_bits ended in "internal error: [json.exception.
+  // type_error.302]"; a huge one was undefined behaviour (int conversion).
+  const auto with_bits = [](const std::string& bits) {
+    return import_error(llama(
+        R"(, "quantization_config": {"quant_method": "compressed-tensors",
+             "config_groups": {"group_0": {"weights": {"num_bits": )" +
+        bits + R"(, "type": "int"}}}})"));
+  };
+  const std::string where =
+      "my/config.json: quantization_config.config_groups.group_0.weights."
+      "num_bits: ";
+  CHECK(with_bits(R"("8")") == where + R"(must be a whole number, but is "8")");
+  CHECK(with_bits("1e300") == where + "must be a whole number, but is 1e+300");
+  CHECK(with_bits("18446744073709551615") ==
+        where +
+            "must be at most 9007199254740992, but is "
+            "18446744073709551615");
+  CHECK(with_bits("4294967304") == where +
+                                       "unsupported 4294967304-bit int "
+                                       "weights; supported: 4 and 8 bits");
+  CHECK(with_bits("16") ==
+        where + "unsupported 16-bit int weights; supported: 4 and 8 bits");
+  CHECK(import_error(llama(
+            R"(, "quantization_config": {"quant_method": "compressed-tensors",
+                 "config_groups": {"group_0": {"weights": []}}})")) ==
+        "my/config.json: quantization_config.config_groups.group_0.weights: "
+        "must be an object, but is array");
+}
+
+TEST_CASE("hf: impossible structures are rejected as the catalog rejects them",
+          "[hf]") {
+  // D6: these used to plan (deepseek: "37.4B params").
+  CHECK(fixture_error("deepseek-v3",
+                      [](auto& doc) { doc["first_k_dense_replace"] = 1000; }) ==
+        "hf/deepseek-v3/config.json: first_k_dense_replace: 1000 dense layers "
+        "exceed num_hidden_layers 61");
+  CHECK(fixture_error("qwen3-30b-a3b",
+                      [](auto& doc) {
+                        doc["mlp_only_layers"] = nlohmann::json::array();
+                        for (int i = 0; i < 200; ++i) {
+                          doc["mlp_only_layers"].push_back(i);
+                        }
+                      }) ==
+        "hf/qwen3-30b-a3b/config.json: mlp_only_layers: 48 is not a layer "
+        "index from 0 to 47");
+  CHECK(fixture_error("qwen3-30b-a3b",
+                      [](auto& doc) {
+                        doc["mlp_only_layers"] = {3, 3};
+                      }) ==
+        "hf/qwen3-30b-a3b/config.json: mlp_only_layers: layer 3 is "
+        "listed twice");
+  CHECK(import_error(llama(R"(, "num_key_value_heads": 0)")) ==
+        "my/config.json: num_key_value_heads: must be positive, but is 0");
+  CHECK(import_error(llama(R"(, "num_key_value_heads": 8)")) ==
+        "my/config.json: num_key_value_heads: 8 exceeds num_attention_heads 4");
+  // A real mlp_only_layers list still imports: Qwen3-30B-A3B with layers 0
+  // and 47 dense has 2 dense and 46 MoE layers.
+  nlohmann::json doc = nlohmann::json::parse(fixture_text("qwen3-30b-a3b"));
+  doc["mlp_only_layers"] = {0, 47};
+  const Model m = import_hf_config(doc.dump(), "q/config.json");
+  CHECK(m.first_k_dense == 2);
+}
+
+TEST_CASE("hf: the index total_size is validated against the parameters",
+          "[hf]") {
+  // D7: -5, 0 and 2^64 - 1 were accepted. The toy Llama has 95,040
+  // parameters: 2 layers x (4 x 64^2 attention + 3 x 64 x 128 MLP + 2 x 64
+  // norms) + 2 x 100 x 64 embedding and lm_head + 64 final norm.
+  const auto with_total = [](const std::string& total) {
+    return import_error(llama(), R"({"metadata": {"total_size": )" + total +
+                                     R"(}, "weight_map": {}})");
+  };
+  const std::string where =
+      "my/config.json: model.safetensors.index.json: metadata.total_size: ";
+  for (const char* bad : {"-5", "0", "18446744073709551615", "\"1\"", "1.5"}) {
+    INFO(bad);
+    CHECK(with_total(bad).rfind(
+              where + "must be a byte count from 1 to 9223372036854775807",
+              0) == 0);
+  }
+  CHECK(with_total("5") == where +
+                               "5 bytes cannot hold 95040 parameters (1 bit "
+                               "to 8 bytes each: 11880 to 760320 bytes)");
+  CHECK(with_total("760321").rfind(where + "760321 bytes cannot hold", 0) == 0);
+  // bf16: exactly 2 bytes per parameter.
+  const Model m = import_hf_config(
+      llama(), "my/config.json",
+      R"({"metadata": {"total_size": 190080}, "weight_map": {}})");
+  CHECK(m.checkpoint_bytes == 190'080);
+  CHECK(import_error(llama(), "[1]") ==
+        "my/config.json: model.safetensors.index.json: must hold a JSON "
+        "object");
+}
+
+TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
+  // D5: user text is escaped, and a huge value is cut.
+  CHECK(import_error(R"({"model_type": "evil\nmodel"})") ==
+        "my/config.json: model_type: unsupported 'evil\\nmodel'; supported: "
+        "llama, mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
+        "qwen3, qwen3_moe, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
+        "cohere, falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, gpt2, "
+        "gpt_neox, bloom, llama4, mllama, mistral3, t5");
+  const std::string big(10'000, '7');
+  const std::string message =
+      import_error(llama(R"(, "tie_word_embeddings": ")" + big + R"(")"));
+  CHECK(message.size() < 300);
+  CHECK(message.find('\n') == std::string::npos);
 }

@@ -2,13 +2,16 @@
 
 // Model: the architecture facts that decide memory, as plain values. Field
 // names follow the Hugging Face config.json names where one exists
-// (models/README.md is the field reference). Invariants (checked by the catalog
-// loader, trusted by the core): sizes positive, num_heads % num_kv_heads == 0,
-// experts_per_tok <= num_experts.
+// (models/README.md is the field reference). Invariants (check_model(), run by
+// the catalog loader and the Hugging Face importer before any arithmetic;
+// trusted by the core): every size within its k_max_ bound, num_heads %
+// num_kv_heads == 0, experts_per_tok <= num_experts, at most k_max_params
+// parameters.
 
 #include "oomplan/dtype.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,6 +109,8 @@ struct Model {
   std::int64_t params = 0;  // exact text-model count (catalog_facts), for lint
   std::int64_t params_active = 0;  // exact per-token count, for lint
   std::string checkpoint_note;     // how the checkpoint stores its weights
+
+  bool operator==(const Model&) const = default;
 };
 
 // Parameter counts by group; every group sums over all layers. Linear weights
@@ -150,6 +155,52 @@ std::int64_t layer_params(const Model& model, std::int64_t layer);
 // comes within a factor 100 of it), which keeps every int64 count exact.
 double approx_params(const Model& model);
 inline constexpr double k_max_params = 1e15;
+
+// Structure bounds. Each lies far above every published model (the largest
+// known value is in the comment), so a value beyond one is a typo or a hostile
+// file; within them every per-layer product fits an int64, per-layer loops
+// stay under a millisecond, and approx_params() decides the rest.
+// Deepest: 126 layers (Llama 3.1 405B); deepest transformer published, DeepNet
+// (Wang et al. 2022), 1,000 (500 + 500).
+inline constexpr std::int64_t k_max_layers = 4096;
+// Widest: hidden 25,600 (Megatron 1T, Narayanan et al. 2021, Table 1).
+inline constexpr std::int64_t k_max_hidden = std::int64_t{1} << 20;
+// Most query heads: 160 (Megatron 1T); DeepSeek-V3 and Llama 3.1 405B 128.
+inline constexpr std::int64_t k_max_heads = std::int64_t{1} << 14;
+// Widest head: 256 (Gemma 2/3); MLA q heads 192 (DeepSeek-V3).
+inline constexpr std::int64_t k_max_head_dim = std::int64_t{1} << 14;
+// Widest MLP: 73,728 (PaLM 540B, 4 x 18,432).
+inline constexpr std::int64_t k_max_intermediate = std::int64_t{1} << 22;
+// Largest vocabulary: 262,208 (Gemma 3).
+inline constexpr std::int64_t k_max_vocab = std::int64_t{1} << 24;
+// Longest context: 10,485,760 positions (Llama 4 Scout).
+inline constexpr std::int64_t k_max_positions = std::int64_t{1} << 30;
+// Most experts: 2,048 (Switch-C); 512 (Qwen3-Next), 384 (Kimi K2).
+inline constexpr std::int64_t k_max_experts = std::int64_t{1} << 16;
+// Norms per layer: 4 (Gemma 2/3); T5 buckets: 32.
+inline constexpr std::int64_t k_max_norms_per_layer = 16;
+inline constexpr std::int64_t k_max_buckets = std::int64_t{1} << 20;
+// A checkpoint stores each parameter in 1 bit (BitNet-style packing) to 8
+// bytes (fp64): metadata.total_size outside that range is not this model.
+inline constexpr double k_min_checkpoint_bytes_per_param = 1.0 / 8.0;
+inline constexpr double k_max_checkpoint_bytes_per_param = 8.0;
+
+// One problem in a model's structure: the catalog key of the field
+// (models/README.md) and what is wrong, e.g. {"num_key_value_heads", "3 does
+// not divide num_attention_heads 4"}.
+struct ModelProblem {
+  std::string field;
+  std::string problem;
+};
+
+// The one structure check, shared by the catalog loader and the Hugging Face
+// importer: every size within its bound above, kv heads dividing the heads,
+// head_dim >= 1, MoE settings and dense-layer counts inside the layer count,
+// at most k_max_params parameters, checkpoint_bytes (when set) plausible for
+// the parameter count. It compares before it multiplies, so it is safe on any
+// values. Returns the first problem, or nullopt when the core may trust
+// `model`.
+std::optional<ModelProblem> check_model(const Model& model);
 
 // True when layer `layer` uses the sliding window (or chunked attention).
 bool is_local_layer(const Model& model, std::int64_t layer);

@@ -316,7 +316,8 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-Catalog load_catalog(const std::string& dir) {
+Catalog load_catalog(const std::string& dir,
+                     std::vector<std::string>& warnings) {
   Catalog catalog = builtin_catalog();
   if (dir.empty()) {
     return catalog;
@@ -338,9 +339,17 @@ Catalog load_catalog(const std::string& dir) {
         fmt::format("cannot list --catalog '{}': {}", dir, ec.message()));
   }
   std::sort(files.begin(), files.end());
+  std::vector<std::string> names;
+  std::vector<std::string> texts;
   for (const auto& file : files) {
-    merge_catalog(catalog, parse_catalog(read_file(file), file.string()));
+    names.push_back(file.string());
+    texts.push_back(read_file(file));
   }
+  std::vector<CatalogFile> extra;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    extra.push_back({names[i], texts[i]});
+  }
+  warnings = merge_catalog_files(catalog, extra);
   return catalog;
 }
 
@@ -573,6 +582,7 @@ void check_parallel_sizes(const Setup& user, const Setup& resolved) {
 struct Runtime {
   std::string out;
   bool color = false;
+  std::vector<std::string> warnings;  // printed to stderr before the output
 };
 
 // Renders one result in the --format asked for; only that one is built.
@@ -727,7 +737,7 @@ int run_sizing(const Catalog& catalog, const Model& model,
 int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   const Format format = output_format(options.output, app);
   const Setup setup = build_setup(options.setup);
-  const Catalog catalog = load_catalog(options.output.catalog_dir);
+  const Catalog catalog = load_catalog(options.output.catalog_dir, rt.warnings);
   LoadedModel loaded;
   load_model(catalog, options.model, loaded);
   if (options.gpus.empty()) {
@@ -764,7 +774,7 @@ int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
   }
   constraints.top = parse_small_int("--top", options.top, 1, k_max_top, "");
 
-  const Catalog catalog = load_catalog(options.output.catalog_dir);
+  const Catalog catalog = load_catalog(options.output.catalog_dir, rt.warnings);
   LoadedModel loaded;
   load_model(catalog, options.model, loaded);
 
@@ -815,7 +825,7 @@ using CatalogRender = std::string (*)(const Catalog&);
 int run_list(const ListOptions& options, const CLI::App& app, Runtime& rt,
              CatalogRender text, CatalogRender json) {
   const Format format = output_format(options.output, app);
-  const Catalog catalog = load_catalog(options.output.catalog_dir);
+  const Catalog catalog = load_catalog(options.output.catalog_dir, rt.warnings);
   rt.out = format == Format::json ? json(catalog) : text(catalog);
   return k_exit_fits;
 }
@@ -972,10 +982,16 @@ int run(const std::vector<std::string>& args, std::ostream& out,
   rt.color = out_is_terminal && !no_color;
   try {
     const int code = dispatch(args, rt, out);
+    for (const auto& warning : rt.warnings) {
+      err << "oomplan: warning: " << warning << '\n';
+    }
     out << rt.out;
     out.flush();
     return code;
   } catch (const Error& e) {
+    for (const auto& warning : rt.warnings) {
+      err << "oomplan: warning: " << warning << '\n';
+    }
     err << "oomplan: error: " << e.what() << '\n';
   } catch (const std::exception& e) {
     err << "oomplan: internal error: " << e.what() << '\n';
