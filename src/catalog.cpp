@@ -123,9 +123,11 @@ class EntryReader {
   }
 
   // The strings of `key` added to `current` (an override keeps the base's
-  // aliases), without case-insensitive duplicates.
+  // aliases), without case-insensitive duplicates and without `except` (an
+  // alias equal to the entry's own name).
   std::vector<std::string> strings(std::string_view key,
-                                   std::vector<std::string> current) {
+                                   std::vector<std::string> current,
+                                   std::string_view except = {}) {
     const json* value = find(key);
     if (value == nullptr) {
       return current;
@@ -141,6 +143,7 @@ class EntryReader {
       }
       const auto& text = item.get_ref<const std::string&>();
       const bool known =
+          iequals(text, except) ||
           std::any_of(current.begin(), current.end(),
                       [&](const std::string& s) { return iequals(s, text); });
       if (!known) {
@@ -271,7 +274,7 @@ Model read_model(const json& object, std::string_view origin, std::string label,
     r.fail("id", "must not be empty");
   }
   m.hf_id = r.string("hf_id", m.hf_id);
-  m.aliases = r.strings("aliases", m.aliases);
+  m.aliases = r.strings("aliases", m.aliases, m.name);
   m.model_type = r.string("model_type", m.model_type);
 
   m.hidden_size = r.integer("hidden_size", m.hidden_size, 1, true);
@@ -404,7 +407,7 @@ Gpu read_gpu(const json& object, std::string_view origin, std::string label,
     r.fail("name", "must not be empty");
   }
   g.full_name = r.string("full_name", g.full_name);
-  g.aliases = r.strings("aliases", g.aliases);
+  g.aliases = r.strings("aliases", g.aliases, g.name);
   g.vendor = r.string("vendor", g.vendor);
   g.arch = r.string("arch", g.arch);
   g.compute_capability =
@@ -589,6 +592,7 @@ void check_instances(const Catalog& catalog) {
 template <typename Visit>
 void visit_document(std::string_view text, std::string_view origin,
                     Visit visit) {
+  check_json_depth(text, echo(origin));
   json doc;
   try {
     doc = json::parse(text);

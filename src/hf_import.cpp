@@ -188,8 +188,15 @@ class Config {
   std::string_view origin() const { return m_origin; }
   const std::string& prefix() const { return m_prefix; }
 
-  // A value as the message shows it: JSON text, escaped and cut short.
+  // A value as the message shows it: a scalar's JSON text, escaped and cut
+  // short; "an array" or "an object" for the others.
   static std::string shown(const json& value) {
+    if (value.is_array()) {
+      return "an array";
+    }
+    if (value.is_object()) {
+      return "an object";
+    }
     return escape_for_message(
         value.dump(-1, ' ', false, json::error_handler_t::replace));
   }
@@ -613,6 +620,7 @@ void check_imported(const Model& m, std::string_view origin,
 std::int64_t index_total_size(std::string_view text, std::string_view origin) {
   const std::string where = fmt::format("{}: model.safetensors.index.json",
                                         escape_for_message(origin));
+  check_json_depth(text, where);
   json index;
   try {
     index = json::parse(text);
@@ -647,6 +655,7 @@ std::int64_t index_total_size(std::string_view text, std::string_view origin) {
 
 Model import_hf_config(std::string_view config_text, std::string_view origin,
                        std::optional<std::string_view> index_text) {
+  check_json_depth(config_text, escape_for_message(origin));
   json doc;
   try {
     doc = json::parse(config_text);

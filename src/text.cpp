@@ -54,11 +54,15 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i,
 }  // namespace
 
 std::string escape_for_message(std::string_view text) {
+  return escape_for_message(text, k_max_echo_bytes);
+}
+
+std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
   std::string out;
-  out.reserve(std::min(text.size(), k_max_echo_bytes) + 16);
+  out.reserve(std::min(text.size(), max_bytes) + 16);
   std::size_t i = 0;
   while (i < text.size()) {
-    if (i >= k_max_echo_bytes) {
+    if (i >= max_bytes) {
       fmt::format_to(std::back_inserter(out), "...({} more bytes)",
                      text.size() - i);
       break;

@@ -945,3 +945,32 @@ TEST_CASE("catalog: instances carry host RAM and price into the GPU spec",
   merge(base, {{"extra/b.json", card_b}});
   CHECK(!oomplan::gpu_hour_price(base, oomplan::find_gpu(base, "OtherCard")));
 }
+
+TEST_CASE("catalog: hostile JSON gives one clean line", "[catalog]") {
+  // Found by fuzzing: nlohmann's parse errors quote the raw bytes they read.
+  CHECK(parse_error("{\"models\": \"\xff\"}") ==
+        "extra/bad.json: parse error at line 1, column 13: syntax error while "
+        "parsing value - invalid string: ill-formed UTF-8 byte; last read: "
+        "'\"\\xff'");
+  // Copying or printing a value recurses once per level: depth is capped.
+  CHECK(parse_error(std::string(100'000, '[')) ==
+        "extra/bad.json: JSON nested deeper than 64 levels");
+  CHECK(
+      parse_error(
+          R"({"models": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})") ==
+      "extra/bad.json: models: must be an array, but is string");
+}
+
+TEST_CASE("catalog: an alias equal to the entry's own name is dropped",
+          "[catalog]") {
+  // Found by fuzzing: an override listing its own name as an alias left the
+  // name twice in the lookup keys.
+  const Catalog c =
+      parse_catalog(toy_with(R"(, "aliases": ["TOY", "t"])"), "extra/toy.json");
+  CHECK(c.models[0].aliases == std::vector<std::string>{"t"});
+  Catalog base = catalog();
+  merge(base, {{"extra/q.json", R"({"models": [{"id": "llama-3-70b",
+                                    "aliases": ["llama-3-70b"]}]})"}});
+  const auto& aliases = oomplan::find_model(base, "llama-3-70b").aliases;
+  CHECK(std::count(aliases.begin(), aliases.end(), "llama-3-70b") == 0);
+}

@@ -579,3 +579,12 @@ TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
   CHECK(message.size() < 300);
   CHECK(message.find('\n') == std::string::npos);
 }
+
+TEST_CASE("hf: deeply nested JSON is refused before it is copied", "[hf]") {
+  CHECK(import_error(R"({"model_type": "gemma3", "text_config": )" +
+                     std::string(70, '[')) ==
+        "my/config.json: JSON nested deeper than 64 levels");
+  CHECK(import_error(llama(), std::string(1'000'000, '{')) ==
+        "my/config.json: model.safetensors.index.json: JSON nested deeper "
+        "than 64 levels");
+}

@@ -20,4 +20,8 @@ inline constexpr std::size_t k_max_echo_bytes = 200;
 // returned unchanged.
 std::string escape_for_message(std::string_view text);
 
+// The same with another cut-off, for text that is mostly ours (a library's
+// message quoting a few bytes of input).
+std::string escape_for_message(std::string_view text, std::size_t max_bytes);
+
 }  // namespace oomplan
