@@ -204,8 +204,8 @@ std::string error_of(F&& f) {
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
   CHECK(catalog().models.size() == 47);
-  CHECK(catalog().gpus.size() == 28);
-  CHECK(catalog().instances.size() >= 8);
+  CHECK(catalog().gpus.size() == 30);
+  CHECK(catalog().instances.size() == 54);
 }
 
 TEST_CASE("catalog: names and aliases are unique case-insensitively",
@@ -973,4 +973,74 @@ TEST_CASE("catalog: an alias equal to the entry's own name is dropped",
                                     "aliases": ["llama-3-70b"]}]})"}});
   const auto& aliases = oomplan::find_model(base, "llama-3-70b").aliases;
   CHECK(std::count(aliases.begin(), aliases.end(), "llama-3-70b") == 0);
+}
+
+TEST_CASE("catalog: the 96 GB cards report what CUDA reports", "[catalog]") {
+  const auto& c = catalog();
+  // RTX PRO 6000 Blackwell: cudaMemGetInfo total "94.97 GiB" (antirez/ds4
+  // #431), nvidia-smi 97887 MiB.
+  const auto& pro = oomplan::find_gpu(c, "rtx-pro-6000-blackwell");
+  CHECK(static_cast<double>(pro.capacity_bytes) / (1LL << 30) ==
+        Approx(94.97).margin(0.005));
+  CHECK(pro.smi_bytes == 97887LL << 20);
+  CHECK(pro.compute_capability == 120);
+  // GH200: torch total_memory=96768MB (MiB) on "NVIDIA GH200 480GB".
+  CHECK(oomplan::find_gpu(c, "NVIDIA GH200 480GB").capacity_bytes == 96768LL
+                                                                         << 20);
+  // The 94 GB H100 NVL was already listed.
+  CHECK(oomplan::parse_gpu_spec(c, "2xH100-NVL").gpu->name == "H100-NVL");
+}
+
+TEST_CASE("catalog: instances carry the host RAM and price their clouds list",
+          "[catalog]") {
+  const auto& c = catalog();
+  const auto spec = [&](const char* name) {
+    INFO(name);
+    return oomplan::parse_gpu_spec(c, name);
+  };
+  // AWS p5.48xlarge: 8 x H100, 2,048 GiB, 55.04 USD/h in us-east-1.
+  CHECK(spec("p5.48xlarge").host_ram_bytes == 2048 * oomplan::k_gib);
+  CHECK(spec("p5.48xlarge").price_usd_per_hour == 55.04);
+  CHECK(spec("p5en.48xlarge").gpu->name == "H200");
+  CHECK(spec("p5e.48xlarge").price_usd_per_hour == 0);  // none listed
+  // Every g6e size: 1, 1, 1, 1, 1, 4, 4, 8 L40S with 32 GiB to 1,536 GiB.
+  const std::vector<std::pair<const char*, int>> g6e = {
+      {"g6e.xlarge", 1},   {"g6e.2xlarge", 1},  {"g6e.4xlarge", 1},
+      {"g6e.8xlarge", 1},  {"g6e.16xlarge", 1}, {"g6e.12xlarge", 4},
+      {"g6e.24xlarge", 4}, {"g6e.48xlarge", 8}};
+  for (const auto& [name, count] : g6e) {
+    CHECK(spec(name).gpu->name == "L40S");
+    CHECK(spec(name).count == count);
+    CHECK(spec(name).host_ram_bytes > 0);
+  }
+  CHECK(spec("g6e.48xlarge").host_ram_bytes == 1536 * oomplan::k_gib);
+  // GCP: a3-highgpu-8g and a3-megagpu-8g 1,872 GiB; a2 families.
+  CHECK(spec("a3-highgpu-8g").host_ram_bytes == 1872 * oomplan::k_gib);
+  CHECK(spec("a3-megagpu-8g").count == 8);
+  CHECK(spec("a2-megagpu-16g").count == 16);
+  CHECK(spec("a2-ultragpu-8g").gpu->name == "A100-80");
+  CHECK(spec("a2-highgpu-1g").host_ram_bytes == 85 * oomplan::k_gib);
+  // Azure ND H100 v5 1,900 GiB, ND H200 v5 1,850 GiB.
+  CHECK(spec("Standard_ND96isr_H100_v5").host_ram_bytes ==
+        1900 * oomplan::k_gib);
+  CHECK(spec("Standard_ND96isr_H200_v5").host_ram_bytes ==
+        1850 * oomplan::k_gib);
+  // Cheapest GPU-hour: H100 on p5.48xlarge or p5.4xlarge, 55.04 / 8 = 6.88;
+  // L40S on g6e.xlarge, 1.861 (g6e.48xlarge: 30.13 / 8 = 3.77).
+  CHECK(oomplan::gpu_hour_price(c, oomplan::find_gpu(c, "H100")) ==
+        Approx(6.88));
+  CHECK(oomplan::gpu_hour_price(c, oomplan::find_gpu(c, "L40S")) ==
+        Approx(1.861));
+  CHECK(!oomplan::gpu_hour_price(c, oomplan::find_gpu(c, "MI300X")));
+  for (const auto& i : c.instances) {
+    INFO(i.name);
+    // A node holds at least 4 GiB of CPU RAM per GPU wherever RAM is known,
+    // and a price is per instance: at least 0.10 USD per GPU-hour.
+    if (i.host_ram_bytes > 0) {
+      CHECK(i.host_ram_bytes >= 4 * oomplan::k_gib * i.count);
+    }
+    if (i.price_usd_per_hour > 0) {
+      CHECK(i.price_usd_per_hour / i.count >= 0.10);
+    }
+  }
 }
