@@ -29,7 +29,10 @@
 namespace oomplan {
 namespace {
 
-using nlohmann::json;
+// ordered_json keeps an object as one vector of members (in file order, so the
+// first unknown key in the file is the one reported): a third fewer
+// allocations than std::map for entries of a dozen keys.
+using json = nlohmann::ordered_json;
 
 char lower_char(char ch) {
   return static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -99,7 +102,13 @@ class EntryReader {
   const json* find(std::string_view key) {
     m_known.push_back(key);
     const auto it = m_object.find(key);
-    return it == m_object.end() ? nullptr : &*it;
+    if (it == m_object.end()) {
+      return nullptr;
+    }
+    if (std::find(m_present.begin(), m_present.end(), key) == m_present.end()) {
+      m_present.push_back(key);
+    }
+    return &*it;
   }
 
   // A field a new entry must state; an override may leave it out.
@@ -226,7 +235,11 @@ class EntryReader {
   }
 
   // Rejects fields that no read asked for, suggesting the nearest known one.
+  // When every member of the object was read there is nothing to look for.
   void finish() const {
+    if (m_present.size() == m_object.size()) {
+      return;
+    }
     for (const auto& item : m_object.items()) {
       const std::string& key = item.key();
       if (std::find(m_known.begin(), m_known.end(), key) == m_known.end()) {
@@ -244,7 +257,8 @@ class EntryReader {
   std::string_view m_origin;
   std::string m_entry;
   bool m_fresh;
-  std::vector<std::string_view> m_known;
+  std::vector<std::string_view> m_known;    // every key asked for
+  std::vector<std::string_view> m_present;  // the asked keys the object has
 };
 
 // The entry's label for messages: its id/name, or "models[3]" without one.
@@ -587,11 +601,12 @@ void check_instances(const Catalog& catalog) {
   }
 }
 
-// Parses a catalog document and checks its shape; calls `visit(list, entry,
-// label)` for every entry of "models", "gpus" and "instances".
-template <typename Visit>
+// Parses a catalog document and checks its shape; calls `reserve(list, n)`
+// before the n entries of each list and `visit(list, entry, label)` for every
+// entry of "models", "gpus" and "instances".
+template <typename Reserve, typename Visit>
 void visit_document(std::string_view text, std::string_view origin,
-                    Visit visit) {
+                    Reserve reserve, Visit visit) {
   check_json_depth(text, echo(origin));
   json doc;
   try {
@@ -618,6 +633,7 @@ void visit_document(std::string_view text, std::string_view origin,
       throw Error(fmt::format("{}: {}: must be an array, but is {}",
                               echo(origin), key, list.type_name()));
     }
+    reserve(std::string_view(key), list.size());
     for (std::size_t i = 0; i < list.size(); ++i) {
       const json& entry = list[i];
       const std::string label =
@@ -633,8 +649,7 @@ void visit_document(std::string_view text, std::string_view origin,
 
 // Merges --catalog entries into one list of the base catalog (see
 // merge_catalog_files). `m_keys` maps every lower-cased name and alias of the
-// list to its entry; `m_defined_in` records which --catalog file defined or
-// overrode an entry.
+// list to its entry.
 template <typename T>
 class ListMerger {
  public:
@@ -648,12 +663,22 @@ class ListMerger {
         m_name_key(name_key),
         m_read(read),
         m_warnings(warnings) {
+    m_keys.reserve(2 * m_list.size());
     for (std::size_t i = 0; i < m_list.size(); ++i) {
       const auto keys = keys_of(m_list[i]);
       for (std::size_t k = 0; k < keys.size(); ++k) {
         m_keys.emplace(lower(keys[k]), Key{i, k > 0});
       }
     }
+    m_defined_in.resize(m_list.size());
+  }
+
+  // Room for `n` more entries, so that growing the lists touches no more
+  // memory than they end up using.
+  void reserve(std::size_t n) {
+    m_list.reserve(m_list.size() + n);
+    m_defined_in.reserve(m_list.size() + n);
+    m_keys.reserve(m_keys.size() + n);
   }
 
   void add(const json& entry, std::string_view origin,
@@ -668,15 +693,14 @@ class ListMerger {
       T fresh = m_read(entry, origin, label, nullptr);
       const std::size_t index = m_list.size();
       m_list.push_back(std::move(fresh));
-      m_defined_in.emplace(index, origin);
+      m_defined_in.push_back(origin);
       claim(index, m_list[index].name, false, origin, label);
       claim_aliases(index, {}, origin, label);
       return;
     }
     const std::size_t index = found->second.index;
-    if (const auto other = m_defined_in.find(index);
-        other != m_defined_in.end()) {
-      conflict(origin, label, name, other->second);
+    if (!m_defined_in[index].empty()) {
+      conflict(origin, label, name, m_defined_in[index]);
     }
     if (found->second.alias) {
       m_warnings.push_back(fmt::format(
@@ -688,7 +712,7 @@ class ListMerger {
     std::vector<std::string> old(old_keys.begin(), old_keys.end());
     T merged = m_read(entry, origin, label, &m_list[index]);
     m_list[index] = std::move(merged);
-    m_defined_in.emplace(index, origin);
+    m_defined_in[index] = origin;
     claim_aliases(index, old, origin, label);
   }
 
@@ -740,9 +764,8 @@ class ListMerger {
     if (other == index) {
       return;
     }
-    if (const auto file = m_defined_in.find(other);
-        file != m_defined_in.end()) {
-      conflict(origin, label, key, file->second);
+    if (!m_defined_in[other].empty()) {
+      conflict(origin, label, key, m_defined_in[other]);
     }
     T& owner = m_list[other];
     if (!it->second.alias) {
@@ -780,7 +803,8 @@ class ListMerger {
   Reader m_read;
   std::vector<std::string>& m_warnings;
   std::unordered_map<std::string, Key> m_keys;
-  std::unordered_map<std::size_t, std::string_view> m_defined_in;
+  // The --catalog file that defined or overrode each entry ("": built-in).
+  std::vector<std::string_view> m_defined_in;
 };
 
 }  // namespace
@@ -789,6 +813,15 @@ Catalog parse_catalog(std::string_view text, std::string_view origin) {
   Catalog catalog;
   visit_document(
       text, origin,
+      [&](std::string_view list, std::size_t n) {
+        if (list == "models") {
+          catalog.models.reserve(catalog.models.size() + n);
+        } else if (list == "gpus") {
+          catalog.gpus.reserve(catalog.gpus.size() + n);
+        } else {
+          catalog.instances.reserve(catalog.instances.size() + n);
+        }
+      },
       [&](std::string_view list, const json& entry, const std::string& label) {
         if (list == "models") {
           catalog.models.push_back(read_model(entry, origin, label, nullptr));
@@ -813,30 +846,43 @@ std::vector<std::string> merge_catalog_files(
   ListMerger<Instance> instances(base.instances, "instance", "name",
                                  read_instance, warnings);
   for (const CatalogFile& file : files) {
-    visit_document(file.text, file.origin,
-                   [&](std::string_view list, const json& entry,
-                       const std::string& label) {
-                     if (list == "models") {
-                       models.add(entry, file.origin, label);
-                     } else if (list == "gpus") {
-                       gpus.add(entry, file.origin, label);
-                     } else {
-                       instances.add(entry, file.origin, label);
-                     }
-                   });
+    visit_document(
+        file.text, file.origin,
+        [&](std::string_view list, std::size_t n) {
+          if (list == "models") {
+            models.reserve(n);
+          } else if (list == "gpus") {
+            gpus.reserve(n);
+          } else {
+            instances.reserve(n);
+          }
+        },
+        [&](std::string_view list, const json& entry,
+            const std::string& label) {
+          if (list == "models") {
+            models.add(entry, file.origin, label);
+          } else if (list == "gpus") {
+            gpus.add(entry, file.origin, label);
+          } else {
+            instances.add(entry, file.origin, label);
+          }
+        });
   }
   check_instances(base);
   return warnings;
 }
 
-Catalog builtin_catalog() {
+Catalog assemble_catalog(std::vector<CatalogFile> files) {
   // Model families in the order `oomplan models` lists them (most used
   // first); files not named here follow in name order.
   constexpr std::array<std::string_view, 9> k_family_order = {
       "models/llama.json",   "models/mistral.json", "models/qwen.json",
       "models/gemma.json",   "models/phi.json",     "models/deepseek.json",
       "models/gpt_oss.json", "models/falcon.json",  "models/cohere.json"};
-  std::vector<CatalogFile> files = builtin_catalog_files();
+  std::sort(files.begin(), files.end(),
+            [](const CatalogFile& a, const CatalogFile& b) {
+              return a.origin < b.origin;
+            });
   const auto rank = [&](const CatalogFile& f) {
     return std::find(k_family_order.begin(), k_family_order.end(), f.origin) -
            k_family_order.begin();

@@ -21,14 +21,12 @@ struct Catalog {
   std::vector<Instance> instances;
 };
 
-// One embedded catalog file: its name (e.g. "models/llama.json") and its text.
+// One catalog file: its name for messages (e.g. "models/llama.json" or the
+// --catalog path) and its text.
 struct CatalogFile {
   std::string_view origin;
   std::string_view text;
 };
-
-// The shipped catalog files, embedded at build time (generated source).
-std::vector<CatalogFile> builtin_catalog_files();
 
 // Parses one catalog document ({"models": [...], "gpus": [...], "instances":
 // [...]}, each key optional) of complete entries and validates every entry
@@ -54,8 +52,17 @@ std::vector<std::string> merge_catalog_files(
     Catalog& base, const std::vector<CatalogFile>& files);
 
 // The shipped catalog (models/*.json, validated and turned into data at
-// build time: no JSON is parsed at run time).
+// build time: no JSON is parsed at run time). Each call builds a new copy;
+// call it once.
 Catalog builtin_catalog();
+
+// Joins the shipped catalog's files into one catalog: each file parsed and
+// validated by parse_catalog(), the model families in the order `oomplan
+// models` lists them (models/llama.json first), names and aliases unique
+// across all files, every instance's GPU present. The build's generator
+// (src/catalog_gen.cpp) runs it on models/*.json and compiles the result
+// into builtin_catalog(); a bad file fails the build. Throws Error.
+Catalog assemble_catalog(std::vector<CatalogFile> files);
 
 // Finds a model by name, alias or HF id (case-insensitive). Throws Error
 // "unknown model 'lama3-70b'; did you mean llama3-70b?".
