@@ -162,6 +162,28 @@ class EntryReader {
     return current;
   }
 
+  // Every string of the array `key`, in order (empty when absent).
+  std::vector<std::string> string_list(std::string_view key) {
+    const json* value = find(key);
+    std::vector<std::string> out;
+    if (value == nullptr) {
+      return out;
+    }
+    if (!value->is_array()) {
+      fail(key, fmt::format("must be an array of strings, but is {}",
+                            value->type_name()));
+    }
+    out.reserve(value->size());
+    for (const auto& item : *value) {
+      if (!item.is_string()) {
+        fail(key, fmt::format("must be an array of strings, but holds {}",
+                              item.type_name()));
+      }
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+
   // An integer from `min` to `max`; `current` when absent.
   std::int64_t integer(std::string_view key, std::int64_t current,
                        std::int64_t min, bool required = false,
@@ -293,20 +315,24 @@ Model read_model(const json& object, std::string_view origin, std::string label,
 
   m.hidden_size = r.integer("hidden_size", m.hidden_size, 1, true);
   m.num_layers = r.integer("num_hidden_layers", m.num_layers, 1, true);
-  m.num_heads = r.integer("num_attention_heads", m.num_heads, 1, true);
+  // 0 heads and 0 intermediate_size are for attention-free and MLP-free
+  // (Mamba) models; check_model() requires them wherever a layer needs them.
+  m.num_heads = r.integer("num_attention_heads", m.num_heads, 0, true);
   m.num_kv_heads =
-      r.integer("num_key_value_heads", fresh ? m.num_heads : m.num_kv_heads, 1);
+      r.integer("num_key_value_heads", fresh ? m.num_heads : m.num_kv_heads, 0);
   const bool has_head_dim = r.find("head_dim") != nullptr;
-  if (fresh && !has_head_dim && m.hidden_size % m.num_heads != 0) {
+  if (fresh && !has_head_dim && m.num_heads > 0 &&
+      m.hidden_size % m.num_heads != 0) {
     r.fail("head_dim",
            fmt::format("missing, and hidden_size {} is not a multiple of "
                        "num_attention_heads {}",
                        m.hidden_size, m.num_heads));
   }
-  m.head_dim = r.integer("head_dim",
-                         fresh ? m.hidden_size / m.num_heads : m.head_dim, 1);
+  const std::int64_t derived_head_dim =
+      m.num_heads > 0 ? m.hidden_size / m.num_heads : 0;
+  m.head_dim = r.integer("head_dim", fresh ? derived_head_dim : m.head_dim, 0);
   m.intermediate_size =
-      r.integer("intermediate_size", m.intermediate_size, 1, true);
+      r.integer("intermediate_size", m.intermediate_size, 0, true);
   m.vocab_size = r.integer("vocab_size", m.vocab_size, 1, true);
   m.max_position_embeddings =
       r.integer("max_position_embeddings", m.max_position_embeddings, 0);
@@ -319,8 +345,11 @@ Model read_model(const json& object, std::string_view origin, std::string label,
       m.mlp = MlpKind::plain;
     } else if (text == "gated") {
       m.mlp = MlpKind::gated;
+    } else if (text == "none") {
+      m.mlp = MlpKind::none;
     } else {
-      r.fail("mlp", fmt::format("'{}' is not gated or plain", echo(text)));
+      r.fail("mlp",
+             fmt::format("'{}' is not gated, plain or none", echo(text)));
     }
   }
   if (r.find("norm") != nullptr) {
@@ -340,6 +369,9 @@ Model read_model(const json& object, std::string_view origin, std::string label,
   m.o_bias = r.boolean("o_bias", m.o_bias);
   m.mlp_bias = r.boolean("mlp_bias", m.mlp_bias);
   m.qk_norm = r.boolean("qk_norm", m.qk_norm);
+  m.qk_norm_full = r.boolean("qk_norm_full", m.qk_norm_full);
+  m.attention_output_gate =
+      r.boolean("attention_output_gate", m.attention_output_gate);
   m.attention_sinks = r.boolean("attention_sinks", m.attention_sinks);
   m.learned_positions = r.integer("learned_positions", m.learned_positions, 0);
   m.embedding_norm = r.boolean("embedding_norm", m.embedding_norm);
@@ -366,6 +398,40 @@ Model read_model(const json& object, std::string_view origin, std::string label,
   m.qk_rope_head_dim = r.integer("qk_rope_head_dim", m.qk_rope_head_dim, 0);
   m.qk_nope_head_dim = r.integer("qk_nope_head_dim", m.qk_nope_head_dim, 0);
   m.v_head_dim = r.integer("v_head_dim", m.v_head_dim, 0);
+
+  if (r.find("layer_types") != nullptr) {
+    m.layer_types.clear();
+    for (const std::string& name : r.string_list("layer_types")) {
+      const auto kind = layer_kind_from_name(name);
+      if (!kind) {
+        r.fail("layer_types",
+               fmt::format("'{}' is not attention, mamba, mamba2, "
+                           "linear_attention or attention_mamba2",
+                           echo(name)));
+      }
+      m.layer_types.push_back(*kind);
+    }
+  }
+  m.ssm_inner_size = r.integer("ssm_inner_size", m.ssm_inner_size, 0);
+  m.ssm_state_size = r.integer("ssm_state_size", m.ssm_state_size, 0);
+  m.ssm_conv_kernel = r.integer("ssm_conv_kernel", m.ssm_conv_kernel, 0);
+  m.ssm_dt_rank = r.integer("ssm_dt_rank", m.ssm_dt_rank, 0);
+  m.ssm_num_heads = r.integer("ssm_num_heads", m.ssm_num_heads, 0);
+  m.ssm_head_dim = r.integer("ssm_head_dim", m.ssm_head_dim, 0);
+  m.ssm_groups = r.integer("ssm_groups", m.ssm_groups, 0);
+  m.ssm_conv_bias = r.boolean("ssm_conv_bias", m.ssm_conv_bias);
+  m.ssm_proj_bias = r.boolean("ssm_proj_bias", m.ssm_proj_bias);
+  m.ssm_inner_norms = r.boolean("ssm_inner_norms", m.ssm_inner_norms);
+  m.ssm_gated_norm = r.boolean("ssm_gated_norm", m.ssm_gated_norm);
+  m.linear_key_heads = r.integer("linear_key_heads", m.linear_key_heads, 0);
+  m.linear_value_heads =
+      r.integer("linear_value_heads", m.linear_value_heads, 0);
+  m.linear_key_head_dim =
+      r.integer("linear_key_head_dim", m.linear_key_head_dim, 0);
+  m.linear_value_head_dim =
+      r.integer("linear_value_head_dim", m.linear_value_head_dim, 0);
+  m.linear_conv_kernel =
+      r.integer("linear_conv_kernel", m.linear_conv_kernel, 0);
 
   m.num_decoder_layers =
       r.integer("num_decoder_layers", m.num_decoder_layers, 0);
@@ -547,6 +613,31 @@ std::size_t edit_distance_within(std::string_view a, std::string_view b,
     std::swap(prev, row);
   }
   return std::min(prev[m], over);
+}
+
+// True when `name` has a vision marker as a word of its own: "vl" or
+// "vision" between separators ("Qwen2.5-VL-7B", "Llama-3.2-11B-Vision").
+bool is_multimodal_name(std::string_view name) {
+  const std::string lowered = lower(name);
+  const auto is_word_char = [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) != 0;
+  };
+  std::size_t start = 0;
+  while (start < lowered.size()) {
+    while (start < lowered.size() && !is_word_char(lowered[start])) {
+      ++start;
+    }
+    std::size_t end = start;
+    while (end < lowered.size() && is_word_char(lowered[end])) {
+      ++end;
+    }
+    const std::string_view word(lowered.data() + start, end - start);
+    if (word == "vl" || word == "vision") {
+      return true;
+    }
+    start = end;
+  }
+  return false;
 }
 
 template <typename T>
@@ -921,7 +1012,18 @@ const Model& find_model(const Catalog& catalog, std::string_view name) {
       return m;
     }
   }
-  const auto near = suggest(name, all_names(catalog.models));
+  // A vision-language id ("Qwen/Qwen2.5-VL-7B-Instruct") is three edits from
+  // its text-only sibling, which is a different model: never suggest a name
+  // that drops the modality.
+  std::vector<std::string> names = all_names(catalog.models);
+  if (is_multimodal_name(name)) {
+    names.erase(std::remove_if(names.begin(), names.end(),
+                               [](const std::string& candidate) {
+                                 return !is_multimodal_name(candidate);
+                               }),
+                names.end());
+  }
+  const auto near = suggest(name, names);
   throw Error(near ? fmt::format("unknown model '{}'; did you mean {}?",
                                  echo(name), echo(*near))
                    : fmt::format("unknown model '{}'; `oomplan models` lists "

@@ -28,6 +28,7 @@ namespace {
 using oomplan::Dtype;
 using oomplan::Gpu;
 using oomplan::Instance;
+using oomplan::LayerKind;
 using oomplan::MlpKind;
 using oomplan::Model;
 using oomplan::NormKind;
@@ -65,6 +66,8 @@ std::string enumerator(MlpKind kind) {
       return "MlpKind::gated";
     case MlpKind::plain:
       return "MlpKind::plain";
+    case MlpKind::none:
+      return "MlpKind::none";
   }
   return "MlpKind::gated";
 }
@@ -77,6 +80,10 @@ std::string enumerator(NormKind kind) {
       return "NormKind::layer_norm";
   }
   return "NormKind::rms";
+}
+
+std::string enumerator(oomplan::LayerKind kind) {
+  return fmt::format("LayerKind::{}", oomplan::layer_kind_name(kind));
 }
 
 std::string enumerator(Quant quant) {
@@ -158,6 +165,16 @@ class Fields {
       put(field, value ? "true" : "false");
     }
   }
+  void add(const char* field, const std::vector<oomplan::LayerKind>& value,
+           const std::vector<oomplan::LayerKind>& fallback) {
+    if (value != fallback) {
+      std::string list = "{";
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        list += (i > 0 ? ", " : "") + enumerator(value[i]);
+      }
+      put(field, list + "}");
+    }
+  }
   template <typename Enum>
   void add_enum(const char* field, Enum value, Enum fallback) {
     if (value != fallback) {
@@ -199,6 +216,9 @@ std::string model(const Model& m) {
   f.add("o_bias", m.o_bias, d.o_bias);
   f.add("mlp_bias", m.mlp_bias, d.mlp_bias);
   f.add("qk_norm", m.qk_norm, d.qk_norm);
+  f.add("qk_norm_full", m.qk_norm_full, d.qk_norm_full);
+  f.add("attention_output_gate", m.attention_output_gate,
+        d.attention_output_gate);
   f.add("attention_sinks", m.attention_sinks, d.attention_sinks);
   f.add("learned_positions", m.learned_positions, d.learned_positions);
   f.add("embedding_norm", m.embedding_norm, d.embedding_norm);
@@ -224,6 +244,24 @@ std::string model(const Model& m) {
   f.add("num_decoder_layers", m.num_decoder_layers, d.num_decoder_layers);
   f.add("relative_attention_buckets", m.relative_attention_buckets,
         d.relative_attention_buckets);
+  f.add("layer_types", m.layer_types, d.layer_types);
+  f.add("ssm_inner_size", m.ssm_inner_size, d.ssm_inner_size);
+  f.add("ssm_state_size", m.ssm_state_size, d.ssm_state_size);
+  f.add("ssm_conv_kernel", m.ssm_conv_kernel, d.ssm_conv_kernel);
+  f.add("ssm_dt_rank", m.ssm_dt_rank, d.ssm_dt_rank);
+  f.add("ssm_num_heads", m.ssm_num_heads, d.ssm_num_heads);
+  f.add("ssm_head_dim", m.ssm_head_dim, d.ssm_head_dim);
+  f.add("ssm_groups", m.ssm_groups, d.ssm_groups);
+  f.add("ssm_conv_bias", m.ssm_conv_bias, d.ssm_conv_bias);
+  f.add("ssm_proj_bias", m.ssm_proj_bias, d.ssm_proj_bias);
+  f.add("ssm_inner_norms", m.ssm_inner_norms, d.ssm_inner_norms);
+  f.add("ssm_gated_norm", m.ssm_gated_norm, d.ssm_gated_norm);
+  f.add("linear_key_heads", m.linear_key_heads, d.linear_key_heads);
+  f.add("linear_value_heads", m.linear_value_heads, d.linear_value_heads);
+  f.add("linear_key_head_dim", m.linear_key_head_dim, d.linear_key_head_dim);
+  f.add("linear_value_head_dim", m.linear_value_head_dim,
+        d.linear_value_head_dim);
+  f.add("linear_conv_kernel", m.linear_conv_kernel, d.linear_conv_kernel);
   f.add("extra_params", m.extra_params, d.extra_params);
   f.add_enum("checkpoint_quant", m.checkpoint_quant, d.checkpoint_quant);
   f.add_enum("checkpoint_dtype", m.checkpoint_dtype, d.checkpoint_dtype);

@@ -331,6 +331,47 @@ void read_moe_common(const Config& c, Model& m, std::string_view experts_key) {
   }
 }
 
+// ceil(hidden / 16), the "auto" time-step rank of MambaConfig and
+// JambaConfig (math.ceil(self.hidden_size / 16)).
+std::int64_t dt_rank(const Config& c, std::string_view key,
+                     std::int64_t hidden) {
+  const json* value = c.find({key});
+  if (value == nullptr ||
+      (value->is_string() && value->get<std::string>() == "auto")) {
+    return (hidden + 15) / 16;
+  }
+  return c.get({key}, 0);
+}
+
+// layer_types ["linear_attention", "full_attention", ...] (Qwen3NextConfig),
+// or nullopt when the config has none.
+std::optional<std::vector<LayerKind>> mixer_layer_types(const Config& c,
+                                                        std::int64_t layers) {
+  const json* types = c.find({"layer_types"});
+  if (types == nullptr) {
+    return std::nullopt;
+  }
+  if (!types->is_array() ||
+      static_cast<std::int64_t>(types->size()) != layers) {
+    c.fail("layer_types",
+           fmt::format("must list the {} layers' types", layers));
+  }
+  std::vector<LayerKind> out;
+  for (const auto& t : *types) {
+    const std::string name = t.is_string() ? t.get<std::string>() : "";
+    if (name == "full_attention") {
+      out.push_back(LayerKind::attention);
+    } else if (name == "linear_attention") {
+      out.push_back(LayerKind::linear_attention);
+    } else {
+      c.fail("layer_types",
+             fmt::format("{} is not full_attention or linear_attention",
+                         Config::shown(t)));
+    }
+  }
+  return out;
+}
+
 // Qwen2-MoE / Qwen3-MoE: decoder_sparse_step and mlp_only_layers. Dense
 // layers listed in mlp_only_layers are modelled as the first ones, which keeps
 // the totals exact (only pipeline stage splits see the difference).
@@ -980,17 +1021,191 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
       const std::string proj = root.text("feed_forward_proj");
       m.mlp = proj.rfind("gated-", 0) == 0 ? MlpKind::gated : MlpKind::plain;
+    } else if (type == "kimi_k2") {
+      // Kimi K2: the DeepseekV3ForCausalLM architecture under its own
+      // model_type (config.json "architectures").
+      read_deepseek(root, m);
+    } else if (type == "glm4_moe") {
+      // Glm4MoeConfig / modeling_glm4_moe.py: GQA with q, k, v biases
+      // (attention_bias) and no o bias, optional per-head q/k RMSNorm
+      // (use_qk_norm), DeepSeek-style MoE after first_k_dense_replace dense
+      // layers (routed experts, n_shared_experts x moe_intermediate_size
+      // shared, a router with e_score_correction_bias). The MTP layers
+      // (num_nextn_predict_layers) are not part of Glm4MoeForCausalLM.
+      read_llama_like(root, m, 128, false);
+      m.qkv_bias = root.flag("attention_bias", false);
+      m.o_bias = false;
+      m.qk_norm = root.flag("use_qk_norm", false);
+      read_moe_common(root, m, "n_routed_experts");
+      m.moe_intermediate_size = root.need({"moe_intermediate_size"});
+      m.num_shared_experts = root.get({"n_shared_experts"}, 1);
+      m.first_k_dense = root.get({"first_k_dense_replace"}, 1);
+      m.router_bias = true;
+    } else if (type == "phimoe") {
+      // PhimoeConfig / modeling_phimoe.py: the Mixtral layout with
+      // LayerNorms (weight and bias), biased q, k, v, o (attention_bias) and
+      // an lm_head bias (lm_head_bias).
+      read_llama_like(root, m, 0, false);
+      read_moe_common(root, m, "num_local_experts");
+      m.moe_intermediate_size = m.intermediate_size;
+      m.norm = NormKind::layer_norm;
+      m.qkv_bias = m.o_bias = root.flag("attention_bias", false);
+      m.lm_head_bias = root.flag("lm_head_bias", false);
+      set_sliding(m, root.window("sliding_window", 0), 0);
+    } else if (type == "olmo2") {
+      // Olmo2Config / modeling_olmo2.py: Llama attention and MLP with
+      // q_norm and k_norm over the whole projections and the norms after
+      // each sublayer (post_attention_layernorm, post_feedforward_layernorm).
+      read_llama_like(root, m, 0, false);
+      m.qk_norm_full = true;
+    } else if (type == "cohere2") {
+      // Cohere2Config (Command R7B, Command A): Cohere's parallel block after
+      // one bias-free LayerNorm, tied embeddings, and sliding-window layers
+      // with every sliding_window_pattern-th layer global.
+      read_llama_like(root, m, 0, true);
+      m.parallel_block = true;
+      m.norms_per_layer = 1;
+      int every = global_every_from_layer_types(root);
+      if (every == -2) {
+        every = as_period(root.get({"sliding_window_pattern"}, 4));
+      }
+      set_sliding(m, root.window("sliding_window", 4096), every);
+    } else if (type == "qwen3_next") {
+      // Qwen3NextConfig / modeling_qwen3_next.py: full_attention_interval-th
+      // layers are gated attention (q_proj doubled for the output gate,
+      // per-head q/k norm), the others gated DeltaNet; every layer a
+      // Qwen2-MoE-style sparse block with one gated shared expert.
+      read_llama_like(root, m, 256, false);
+      m.attention_output_gate = true;
+      m.qk_norm = true;
+      read_moe_common(root, m, "num_experts");
+      m.moe_intermediate_size = root.need({"moe_intermediate_size"});
+      m.shared_expert_intermediate_size =
+          root.get({"shared_expert_intermediate_size"}, 0);
+      m.num_shared_experts = m.shared_expert_intermediate_size > 0 ? 1 : 0;
+      m.shared_expert_gate = m.num_shared_experts > 0;
+      read_qwen_sparse(root, m);
+      m.linear_key_heads = root.get({"linear_num_key_heads"}, 16);
+      m.linear_value_heads = root.get({"linear_num_value_heads"}, 32);
+      m.linear_key_head_dim = root.get({"linear_key_head_dim"}, 128);
+      m.linear_value_head_dim = root.get({"linear_value_head_dim"}, 128);
+      m.linear_conv_kernel = root.get({"linear_conv_kernel_dim"}, 4);
+      if (auto types = mixer_layer_types(root, m.num_layers)) {
+        m.layer_types = std::move(*types);
+      } else {
+        const std::int64_t interval =
+            std::max<std::int64_t>(1, root.get({"full_attention_interval"}, 4));
+        for (std::int64_t i = 0; i < m.num_layers; ++i) {
+          m.layer_types.push_back((i + 1) % interval == 0
+                                      ? LayerKind::attention
+                                      : LayerKind::linear_attention);
+        }
+      }
+    } else if (type == "mamba" || type == "mamba2") {
+      // MambaConfig / Mamba2Config: MambaBlock = RMSNorm + mixer, no MLP and
+      // no attention; d_inner = expand x hidden; embeddings tied by default
+      // in Mamba, not in Mamba-2.
+      m.hidden_size = root.need({"hidden_size"});
+      m.num_layers = root.need({"num_hidden_layers"});
+      m.vocab_size = root.need({"vocab_size"});
+      m.mlp = MlpKind::none;
+      m.norms_per_layer = 1;
+      m.ssm_inner_size = root.get({"intermediate_size"},
+                                  root.get({"expand"}, 2) * m.hidden_size);
+      m.ssm_conv_kernel = root.get({"conv_kernel"}, 4);
+      m.ssm_proj_bias = root.flag("use_bias", false);
+      m.ssm_conv_bias = root.flag("use_conv_bias", true);
+      if (type == "mamba") {
+        m.ssm_state_size = root.get({"state_size"}, 16);
+        m.ssm_dt_rank = dt_rank(root, "time_step_rank", m.hidden_size);
+        m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
+        m.layer_types.assign(static_cast<std::size_t>(m.num_layers),
+                             LayerKind::mamba);
+      } else {
+        m.ssm_inner_size = root.get({"expand"}, 2) * m.hidden_size;
+        m.ssm_state_size = root.get({"state_size"}, 128);
+        m.ssm_num_heads = root.get({"num_heads"}, 128);
+        m.ssm_head_dim = root.get({"head_dim"}, 64);
+        m.ssm_groups = root.get({"n_groups"}, 8);
+        m.ssm_gated_norm = root.flag("rms_norm", true);
+        m.tie_word_embeddings = root.flag("tie_word_embeddings", false);
+        m.layer_types.assign(static_cast<std::size_t>(m.num_layers),
+                             LayerKind::mamba2);
+      }
+    } else if (type == "jamba") {
+      // JambaConfig / modeling_jamba.py: layer i attends iff i %
+      // attn_layer_period == attn_layer_offset, else a Mamba mixer with dt,
+      // B and C RMSNorms; a MoE block iff i % expert_layer_period ==
+      // expert_layer_offset; two RMSNorms per layer; no attention biases.
+      read_llama_like(root, m, 0, false);
+      m.qkv_bias = m.o_bias = m.mlp_bias = false;
+      const std::int64_t attn_period =
+          std::max<std::int64_t>(1, root.get({"attn_layer_period"}, 8));
+      const std::int64_t attn_offset = root.get({"attn_layer_offset"}, 4);
+      for (std::int64_t i = 0; i < m.num_layers; ++i) {
+        m.layer_types.push_back(i % attn_period == attn_offset
+                                    ? LayerKind::attention
+                                    : LayerKind::mamba);
+      }
+      m.num_experts = root.get({"num_experts"}, 16);
+      if (m.num_experts > 1) {
+        m.experts_per_tok = root.get({"num_experts_per_tok"}, 2);
+        m.moe_intermediate_size = m.intermediate_size;
+        const std::int64_t period = root.get({"expert_layer_period"}, 2);
+        const std::int64_t offset = root.get({"expert_layer_offset"}, 1);
+        if (period < 1 || offset != period - 1) {
+          root.fail("expert_layer_offset",
+                    fmt::format("only expert_layer_offset = "
+                                "expert_layer_period - 1 is supported, but "
+                                "they are {} and {}",
+                                offset, period));
+        }
+        m.moe_every = as_period(period);
+      } else {
+        m.num_experts = 0;  // one expert is a dense MLP (JambaMLP)
+      }
+      m.ssm_inner_size = root.get({"mamba_expand"}, 2) * m.hidden_size;
+      m.ssm_state_size = root.get({"mamba_d_state"}, 16);
+      m.ssm_conv_kernel = root.get({"mamba_d_conv"}, 4);
+      m.ssm_dt_rank = dt_rank(root, "mamba_dt_rank", m.hidden_size);
+      m.ssm_conv_bias = root.flag("mamba_conv_bias", true);
+      m.ssm_proj_bias = root.flag("mamba_proj_bias", false);
+      m.ssm_inner_norms = true;
+    } else if (type == "falcon_h1") {
+      // FalconH1Config / modeling_falcon_h1.py: every layer runs attention
+      // (LlamaAttention) and a Mamba-2 mixer side by side after one RMSNorm,
+      // then a gated MLP after another; d_inner = mamba_d_ssm (or
+      // mamba_expand x hidden); the mixer's gated norm only with
+      // mamba_rms_norm.
+      read_llama_like(root, m, 0, false);
+      m.ssm_inner_size = root.get(
+          {"mamba_d_ssm"}, root.get({"mamba_expand"}, 2) * m.hidden_size);
+      m.ssm_num_heads = root.get({"mamba_n_heads"}, 128);
+      m.ssm_head_dim = root.get({"mamba_d_head"}, 64);
+      m.ssm_groups = root.get({"mamba_n_groups"}, 1);
+      m.ssm_state_size = root.get({"mamba_d_state"}, 256);
+      m.ssm_conv_kernel = root.get({"mamba_d_conv"}, 4);
+      m.ssm_conv_bias = root.flag("mamba_conv_bias", true);
+      m.ssm_proj_bias = root.flag("mamba_proj_bias", false);
+      if (root.flag("projectors_bias", false) != m.ssm_proj_bias) {
+        root.fail("projectors_bias",
+                  "a different bias on in_proj (mamba_proj_bias) and "
+                  "out_proj (projectors_bias) is not supported");
+      }
+      m.ssm_gated_norm = root.flag("mamba_rms_norm", false);
+      m.layer_types.assign(static_cast<std::size_t>(m.num_layers),
+                           LayerKind::attention_mamba2);
     } else {
       root.fail(
           "model_type",
           fmt::format("unsupported '{}'; supported: llama, mistral, "
                       "mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
-                      "qwen3, qwen3_moe, "
-                      "gemma, "
-                      "gemma2, gemma3, gemma3_text, phi, phi3, cohere, "
-                      "falcon, granite, deepseek_v2, deepseek_v3, gpt_oss, "
-                      "gpt2, gpt_neox, bloom, llama4, mllama, mistral3, "
-                      "t5",
+                      "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, "
+                      "gemma3_text, phi, phi3, phimoe, cohere, cohere2, "
+                      "olmo2, falcon, falcon_h1, granite, deepseek_v2, "
+                      "deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
+                      "gpt_neox, bloom, llama4, mllama, mistral3, t5, jamba, "
+                      "mamba, mamba2",
                       escape_for_message(type)));
     }
   } catch (const Overflow&) {

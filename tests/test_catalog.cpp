@@ -595,7 +595,7 @@ TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
       "extra/bad.json: toy: num_experts_per_tok: must be from 1 to "
       "num_experts 8, but is 9");
   CHECK(parse_error(toy_with(R"(, "mlp": "swiglu")")) ==
-        "extra/bad.json: toy: mlp: 'swiglu' is not gated or plain");
+        "extra/bad.json: toy: mlp: 'swiglu' is not gated, plain or none");
   CHECK(parse_error(toy_with(R"(, "checkpoint_quant": "q4")")) ==
         "extra/bad.json: toy: checkpoint_quant: unknown format 'q4'; valid: "
         "none, int8, fp8, int4, nf4, nf4-nodq, gptq, awq, mxfp4");
@@ -1086,4 +1086,56 @@ TEST_CASE("catalog: the compiled-in catalog equals models/*.json parsed now",
     INFO(parsed.instances[i].name);
     CHECK(parsed.instances[i] == compiled.instances[i]);
   }
+}
+
+TEST_CASE("catalog: hybrid and state-space models state their layer kinds",
+          "[catalog]") {
+  // A two-layer Mamba-1 model: no heads, no MLP. Per layer in_proj 64 x 256
+  // (16,384) + x_proj 128 x (4 + 16) (2,560) + dt_proj 4 x 128 + 128 (640) +
+  // out_proj 128 x 64 (8,192) + conv 128 x 4 + 128 (640) + A_log 128 x 8
+  // (1,024) + D 128 + norm 64 = 29,632; tied embedding 100 x 64; final norm:
+  // 2 x 29,632 + 6,400 + 64 = 65,728.
+  const Catalog c = parse_catalog(
+      R"({"models": [{"id": "tiny-mamba", "hidden_size": 64,
+          "num_hidden_layers": 2, "num_attention_heads": 0,
+          "intermediate_size": 0, "vocab_size": 100, "mlp": "none",
+          "norms_per_layer": 1, "tie_word_embeddings": true,
+          "layer_types": ["mamba", "mamba"], "ssm_inner_size": 128,
+          "ssm_state_size": 8, "ssm_conv_kernel": 4, "ssm_dt_rank": 4}]})",
+      "extra/mamba.json");
+  const Model& m = c.models[0];
+  CHECK(oomplan::count_params(m).total() == 65'728);
+  CHECK(oomplan::attention_layer_count(m) == 0);
+  CHECK(parse_error(toy_with(R"(, "layer_types": ["attention"])")) ==
+        "extra/bad.json: toy: layer_types: lists 1 layers, but "
+        "num_hidden_layers is 2");
+  CHECK(parse_error(toy_with(R"(, "layer_types": ["attention", "rnn"])")) ==
+        "extra/bad.json: toy: layer_types: 'rnn' is not attention, mamba, "
+        "mamba2, linear_attention or attention_mamba2");
+  CHECK(parse_error(toy_with(
+            R"(, "layer_types": ["mamba2", "attention"], "ssm_inner_size": 128,
+                 "ssm_state_size": 8, "ssm_conv_kernel": 4,
+                 "ssm_num_heads": 4, "ssm_head_dim": 16, "ssm_groups": 1)")) ==
+        "extra/bad.json: toy: ssm_num_heads: 4 heads of 16 make 64, not "
+        "ssm_inner_size 128");
+  // A Mamba layer without its sizes is incomplete.
+  CHECK(parse_error(toy_with(R"(, "layer_types": ["mamba", "attention"])")) ==
+        "extra/bad.json: toy: ssm_inner_size: must be positive, but is 0");
+  // Attention layers still need heads.
+  CHECK(parse_error(toy_with(R"(, "num_attention_heads": 0)")) ==
+        "extra/bad.json: toy: num_attention_heads: must be positive, but is 0");
+}
+
+TEST_CASE("catalog: a vision-language id is never corrected to its text model",
+          "[catalog]") {
+  // "Qwen/Qwen2.5-VL-7B-Instruct" is three edits from the text-only
+  // "Qwen/Qwen2.5-7B-Instruct", a different model (no vision tower).
+  const std::string message = error_of(
+      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct"); });
+  CHECK(message.find("did you mean") == std::string::npos);
+  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-7B-Instruct'", 0) == 0);
+  // A plain typo still gets its suggestion.
+  CHECK(error_of([] {
+          oomplan::find_model(catalog(), "Qwen/Qwen2.5-7B-Instrct");
+        }).find("did you mean") != std::string::npos);
 }

@@ -9,10 +9,12 @@
 // parameters.
 
 #include "oomplan/dtype.hpp"
+#include "oomplan/units.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oomplan {
@@ -21,6 +23,16 @@ enum class MlpKind {
   gated,  // SwiGLU / GeGLU: gate, up, down (3 matrices of hidden x
           // intermediate)
   plain,  // GELU MLP: up, down (2 matrices); GPT-2, BLOOM, Falcon, T5, Phi-2
+  none,   // no feed-forward block (Mamba, Mamba-2: MambaBlock is norm + mixer)
+};
+
+// The token mixer of one decoder layer.
+enum class LayerKind {
+  attention,         // self-attention (full, or local per sliding_window)
+  mamba,             // Mamba-1 selective SSM (transformers MambaMixer)
+  mamba2,            // Mamba-2 SSD (Mamba2Mixer)
+  linear_attention,  // gated DeltaNet (Qwen3NextGatedDeltaNet)
+  attention_mamba2,  // attention and Mamba-2 side by side (FalconH1)
 };
 
 enum class NormKind {
@@ -52,10 +64,13 @@ struct Model {
   int norms_per_layer = 2;  // Gemma 2/3: 4 (pre/post attention and MLP)
   bool parallel_block =
       false;  // attention and MLP read the same input (Falcon, Cohere, GPT-J)
-  bool qkv_bias = false;         // Qwen2, gpt-oss, GPT-2, BLOOM
-  bool o_bias = false;           // gpt-oss, GPT-2, BLOOM
-  bool mlp_bias = false;         // GPT-2, BLOOM, gpt-oss experts
-  bool qk_norm = false;          // per-head RMSNorm on q and k (Qwen3, Gemma 3)
+  bool qkv_bias = false;      // Qwen2, gpt-oss, GPT-2, BLOOM
+  bool o_bias = false;        // gpt-oss, GPT-2, BLOOM
+  bool mlp_bias = false;      // GPT-2, BLOOM, gpt-oss experts
+  bool qk_norm = false;       // per-head RMSNorm on q and k (Qwen3, Gemma 3)
+  bool qk_norm_full = false;  // OLMo 2: q_norm/k_norm over all of q (H d), k
+  bool attention_output_gate =
+      false;  // Qwen3-Next: q_proj also yields a per-head sigmoid gate
   bool attention_sinks = false;  // gpt-oss: one learned sink per head
   std::int64_t learned_positions =
       0;  // GPT-2: max_position_embeddings rows of position embeddings
@@ -93,6 +108,28 @@ struct Model {
   std::int64_t relative_attention_buckets =
       0;  // T5 relative position bias table
 
+  // Hybrid and state-space models. layer_types is empty when every layer is
+  // attention; else it has num_layers entries.
+  std::vector<LayerKind> layer_types;
+  // Mamba-1 / Mamba-2 mixers (MambaMixer, Mamba2Mixer, FalconH1Mixer).
+  std::int64_t ssm_inner_size = 0;   // d_inner: expand x hidden, mamba_d_ssm
+  std::int64_t ssm_state_size = 0;   // N: state_size, mamba_d_state
+  std::int64_t ssm_conv_kernel = 0;  // K: conv_kernel, mamba_d_conv
+  std::int64_t ssm_dt_rank = 0;      // Mamba-1 time_step_rank (dt rank)
+  std::int64_t ssm_num_heads = 0;    // Mamba-2 heads
+  std::int64_t ssm_head_dim = 0;     // Mamba-2 head dim (heads x dim = inner)
+  std::int64_t ssm_groups = 0;       // Mamba-2 n_groups of B and C
+  bool ssm_conv_bias = true;         // use_conv_bias
+  bool ssm_proj_bias = false;        // use_bias on in_proj and out_proj
+  bool ssm_inner_norms = false;      // Jamba: dt, B and C RMSNorms
+  bool ssm_gated_norm = true;        // Mamba-2 gated RMSNorm over d_inner
+  // Gated DeltaNet (Qwen3-Next linear attention).
+  std::int64_t linear_key_heads = 0;
+  std::int64_t linear_value_heads = 0;
+  std::int64_t linear_key_head_dim = 0;
+  std::int64_t linear_value_head_dim = 0;
+  std::int64_t linear_conv_kernel = 0;
+
   // Parameters outside the text model (vision tower, projector) that the
   // checkpoint holds.
   std::int64_t extra_params = 0;
@@ -120,7 +157,8 @@ struct ParamCounts {
   std::int64_t embedding = 0;  // token (+ learned position) embeddings
   std::int64_t lm_head = 0;    // 0 when tied to the embedding
   std::int64_t attention =
-      0;  // q, k, v, o projections (+ MLA down/up projections)
+      0;  // the token mixer's linear weights: q, k, v, o (+ MLA down/up
+          // projections; Mamba in/x/dt/out and DeltaNet projections)
   std::int64_t kv_proj =
       0;  // the k and v part of `attention` (replicated when kv < tp)
   std::int64_t mlp = 0;             // dense MLP layers
@@ -171,6 +209,8 @@ inline constexpr std::int64_t k_max_heads = std::int64_t{1} << 14;
 inline constexpr std::int64_t k_max_head_dim = std::int64_t{1} << 14;
 // Widest MLP: 73,728 (PaLM 540B, 4 x 18,432).
 inline constexpr std::int64_t k_max_intermediate = std::int64_t{1} << 22;
+// Widest SSM state: 256 (Falcon-H1 34B); conv kernels: 4.
+inline constexpr std::int64_t k_max_conv_kernel = 1024;
 // Largest vocabulary: 262,208 (Gemma 3).
 inline constexpr std::int64_t k_max_vocab = std::int64_t{1} << 24;
 // Longest context: 10,485,760 positions (Llama 4 Scout).
@@ -207,5 +247,38 @@ bool is_local_layer(const Model& model, std::int64_t layer);
 
 // True when layer `layer` is a MoE layer.
 bool is_moe_layer(const Model& model, std::int64_t layer);
+
+// The token mixer of layer `layer` (attention when layer_types is empty).
+LayerKind layer_kind(const Model& model, std::int64_t layer);
+
+// True when layer `layer` keeps a KV cache (attention, alone or beside a
+// Mamba-2 mixer); false for Mamba and linear-attention layers. The KV cache
+// counts only these layers.
+bool is_attention_layer(const Model& model, std::int64_t layer);
+
+// Number of attention layers among [0, num_layers).
+std::int64_t attention_layer_count(const Model& model);
+
+// The recurrent state one sequence keeps on one GPU, all layers together,
+// which stays the same size however long the sequence grows: per Mamba-1
+// layer a conv state (d_inner/tp x (K-1)) and an SSM state (d_inner/tp x N);
+// per Mamba-2 layer conv ((d_inner + 2 G N)/tp x (K-1), with G rounded up to
+// tp when tp does not divide it) and SSM (heads/tp x head_dim x N); per
+// gated-DeltaNet layer conv ((2 Hk dk + Hv dv)/tp x (K-1)) and recurrent
+// (Hv/tp x dv x dk) (vllm/model_executor/layers/mamba/mamba_utils.py
+// MambaStateShapeCalculator, vLLM 0.11). Conv states are stored in
+// `conv_dtype`, SSM/recurrent states in `ssm_dtype` (vLLM's
+// mamba_cache_dtype / mamba_ssm_cache_dtype, "auto" = the model dtype:
+// MambaStateDtypeCalculator). 0 for a pure-attention model.
+// REQUIRES: tp >= 1.
+Bytes recurrent_state_bytes_per_sequence(const Model& model, Dtype conv_dtype,
+                                         Dtype ssm_dtype, int tp);
+// The same with both states in `dtype`, on one GPU (tp 1).
+Bytes recurrent_state_bytes_per_sequence(const Model& model, Dtype dtype);
+
+// Canonical names of the layer kinds ("attention", "mamba", "mamba2",
+// "linear_attention", "attention_mamba2"), and back.
+std::string_view layer_kind_name(LayerKind kind);
+std::optional<LayerKind> layer_kind_from_name(std::string_view name);
 
 }  // namespace oomplan
