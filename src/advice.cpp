@@ -1,184 +1,427 @@
 #include "oomplan/advice.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/capability.hpp"
+#include "oomplan/plan.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <optional>
-#include <span>
+#include <map>
 
 // The advisor. Invariants:
-// - every fix is a transformation of the Setup (and maybe the GPU), re-priced
-//   by resolve_setup + validate_setup + memory(); no Budget is ever edited by
-//   hand, and a transformation the core rejects (validate_setup throws) is
-//   dropped;
-// - a fix is listed only when it changes the plan: it lowers the total, or it
-//   turns a plan that does not fit into one that does (vLLM gpu-util raised);
-// - the order is deterministic: fits first, then cost class (within
-//   accuracy the lower risk, within compute the smaller slowdown), then
-//   saving, then id;
-// - combinations are searched only when the plan does not fit and no single
-//   fix of the same or a cheaper class does; one per class, fewest fixes.
+// - every fix is a setup the search (or a change of the job) found and the
+//   plan pipeline priced; no budget is edited by hand;
+// - a same-hardware fix keeps the cards and the job; its moves are minimal;
+// - groups come in DESIGN's order (same-hardware, more-gpus, other-gpus,
+//   change-job), and within a group the cheapest first;
+// - each cost clause (time, host RAM, accuracy, hardware, job) appears once,
+//   each framework's launch block once; deterministic.
 
 namespace oomplan {
 namespace {
 
-// The largest total GPU count advise() proposes (8 nodes of 8 GPUs); `oomplan
-// fit` searches further when asked.
-constexpr int k_max_total_gpus = 64;
-// vLLM gpu_memory_utilization values tried, high to low.
-constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
-                                    0.75, 0.7,  0.6, 0.5};
-// The allocator reserve expandable_segments leaves: segments grow in place,
-// so a percent or two remains (PyTorch CUDACachingAllocator
-// expandable_segments notes).
-constexpr double k_expandable_reserve = 0.02;
-// Fragmentation worth a fix: at least 3 % of the card.
-constexpr double k_fragmentation_share = 0.03;
-// Optimizer states worth 8-bit AdamW: at least 1 % of the card.
-constexpr double k_optimizer_share = 0.01;
+// The other cards proposed, at most.
+constexpr std::size_t k_other_cards = 3;
+
+// A fix's time: the training step over the same global batch, or the time
+// per output token of one sequence.
+double step_seconds(const StepTime& t) {
+  return t.step_s;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& part : parts) {
+    if (part.empty()) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += sep;
+    }
+    out += part;
+  }
+  return out;
+}
+
+std::string gib_text(Bytes bytes) {
+  return fmt::format("{:.0f} GiB", to_gib(bytes));
+}
+
+// --- Launch blocks: the settings of each framework the fixed setup needs.
+
+bool has(const std::vector<Move>& moves, std::string_view id) {
+  return std::any_of(moves.begin(), moves.end(),
+                     [id](const Move& m) { return m.id == id; });
+}
+
+std::vector<LaunchBlock> training_blocks(const Resolved& s,
+                                         const std::vector<Move>& moves,
+                                         bool count_changed) {
+  std::vector<LaunchBlock> out;
+  // transformers Trainer arguments (and TRL's, which extend them).
+  std::vector<std::string> hf;
+  if (has(moves, "checkpointing-full")) {
+    hf.emplace_back("--gradient_checkpointing true");
+  }
+  if (has(moves, "micro-batch") || has(moves, "smaller-batch") ||
+      count_changed) {
+    hf.push_back(fmt::format(
+        "--per_device_train_batch_size {} --gradient_accumulation_steps {}",
+        s.batch, s.grad_accum));
+  }
+  if (has(moves, "optimizer-8bit")) {
+    hf.emplace_back(s.optimizer == Optimizer::paged_adamw_8bit
+                        ? "--optim paged_adamw_8bit"
+                        : "--optim adamw_bnb_8bit");
+  }
+  if (has(moves, "chunked-loss")) {
+    // Liger's fused linear cross-entropy never materialises the logits.
+    hf.emplace_back("--use_liger_kernel true");
+  }
+  if (has(moves, "pure-bf16")) {
+    // Trainer keeps the weights' own dtype for the optimizer: loading in
+    // bf16 trains without fp32 master weights.
+    hf.emplace_back(
+        "--bf16 true (model loaded with torch_dtype=torch.bfloat16)");
+  }
+  if (has(moves, "flash-attention")) {
+    hf.emplace_back("--attn_implementation flash_attention_2");
+  }
+  if (!hf.empty()) {
+    out.push_back({"transformers", join(hf, " ")});
+  }
+  // DeepSpeed's JSON: ZeRO stage and offload.
+  const bool zero = has(moves, "zero-stage") || count_changed;
+  const bool offload_opt = has(moves, "offload-optimizer");
+  const bool offload_all = has(moves, "offload-all");
+  if ((zero || offload_opt || offload_all) && !s.fsdp) {
+    std::string z = fmt::format(R"("stage": {})", s.zero);
+    if (offload_opt || offload_all) {
+      z += R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})";
+    }
+    if (offload_all) {
+      z += R"(, "offload_param": {"device": "cpu", "pin_memory": true})";
+    }
+    out.push_back(
+        {"DeepSpeed", fmt::format(R"({{"zero_optimization": {{{}}}}})", z)});
+  }
+  // accelerate's FSDP config: full or gradient sharding, CPU offload of
+  // everything (FSDP has no optimizer-only offload).
+  if ((zero || offload_all || s.fsdp) && !offload_opt && s.zero >= 2) {
+    std::vector<std::string> fsdp = {
+        s.zero >= 3 ? "fsdp_sharding_strategy: FULL_SHARD"
+                    : "fsdp_sharding_strategy: SHARD_GRAD_OP"};
+    if (offload_all) {
+      fsdp.emplace_back("fsdp_offload_params: true");
+    }
+    if (has(moves, "checkpointing-full")) {
+      fsdp.emplace_back("fsdp_activation_checkpointing: true");
+    }
+    out.push_back({"accelerate FSDP", join(fsdp, ", ")});
+  }
+  // torchtune recipe keys, when every move has one.
+  static constexpr std::array k_torchtune = {
+      "checkpointing-full", "activation-offload", "chunked-loss",
+      "optimizer-8bit",     "pure-bf16",          "micro-batch",
+      "optimizer-in-bwd",   "offload-all",        "zero-stage"};
+  const bool torchtune =
+      std::all_of(moves.begin(), moves.end(), [](const Move& m) {
+        return std::find(k_torchtune.begin(), k_torchtune.end(), m.id) !=
+               k_torchtune.end();
+      });
+  if (torchtune && !moves.empty() && (s.zero == 0 || s.zero == 3)) {
+    std::vector<std::string> tt;
+    if (has(moves, "checkpointing-full")) {
+      tt.emplace_back("enable_activation_checkpointing=True");
+    }
+    if (has(moves, "activation-offload")) {
+      tt.emplace_back("enable_activation_offloading=True");
+    }
+    if (has(moves, "chunked-loss")) {
+      tt.emplace_back(
+          "loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss");
+    }
+    if (has(moves, "optimizer-8bit")) {
+      tt.emplace_back(
+          "optimizer._component_=bitsandbytes.optim.PagedAdamW8bit");
+    }
+    if (has(moves, "pure-bf16")) {
+      tt.emplace_back("dtype=bf16");
+    }
+    if (has(moves, "micro-batch")) {
+      tt.push_back(fmt::format("batch_size={} gradient_accumulation_steps={}",
+                               s.batch, s.grad_accum));
+    }
+    if (has(moves, "optimizer-in-bwd")) {
+      tt.emplace_back("optimizer_in_bwd=True");
+    }
+    if (has(moves, "offload-all")) {
+      tt.emplace_back("fsdp_cpu_offload=True");
+    }
+    if (has(moves, "zero-stage")) {
+      tt.emplace_back("(a *_distributed recipe: FSDP2 shards like ZeRO-3)");
+    }
+    out.push_back({"torchtune", join(tt, " ")});
+  }
+  // Megatron-style layouts and recomputation.
+  std::vector<std::string> megatron;
+  if (has(moves, "layout")) {
+    megatron.push_back(fmt::format(
+        "--tensor-model-parallel-size {} --pipeline-model-parallel-size {}",
+        s.tp, s.pp));
+  }
+  if (has(moves, "checkpointing-selective")) {
+    megatron.emplace_back("--recompute-granularity selective");
+  }
+  if (has(moves, "sequence-parallel")) {
+    megatron.emplace_back("--sequence-parallel");
+  }
+  if (!megatron.empty()) {
+    out.push_back({"Megatron", join(megatron, " ")});
+  }
+  if (count_changed) {
+    out.push_back({"torchrun",
+                   s.nodes > 1 ? fmt::format("--nnodes {} --nproc_per_node {}",
+                                             s.nodes, s.gpus)
+                               : fmt::format("--nproc_per_node {}", s.gpus)});
+  }
+  return out;
+}
+
+std::vector<LaunchBlock> vllm_blocks(const Resolved& s,
+                                     const std::vector<Move>& moves,
+                                     bool count_changed) {
+  std::vector<std::string> flags;
+  if (has(moves, "layout") || count_changed) {
+    flags.push_back(fmt::format("--tensor-parallel-size {}", s.tp));
+    if (s.pp > 1) {
+      flags.push_back(fmt::format("--pipeline-parallel-size {}", s.pp));
+    }
+  }
+  if (has(moves, "gpu-util")) {
+    flags.push_back(fmt::format("--gpu-memory-utilization {}", s.gpu_util));
+  }
+  if (has(moves, "fp8-kv-cache")) {
+    flags.emplace_back("--kv-cache-dtype fp8");
+  }
+  if (has(moves, "quantize-fp8")) {
+    flags.emplace_back("--quantization fp8");
+  }
+  if (has(moves, "quantize-4bit")) {
+    flags.emplace_back("--quantization awq (an AWQ checkpoint of the model)");
+  }
+  if (has(moves, "enforce-eager")) {
+    flags.emplace_back("--enforce-eager");
+  }
+  if (has(moves, "max-num-seqs")) {
+    flags.push_back(fmt::format("--max-num-seqs {}", s.max_num_seqs));
+  }
+  if (has(moves, "max-num-batched-tokens")) {
+    flags.push_back(
+        fmt::format("--max-num-batched-tokens {}", s.max_num_batched_tokens));
+  }
+  if (has(moves, "max-model-len")) {
+    flags.push_back(fmt::format("--max-model-len {}", s.max_model_len));
+  }
+  if (flags.empty()) {
+    return {};
+  }
+  return {{"vLLM", join(flags, " ")}};
+}
+
+std::vector<LaunchBlock> hf_inference_blocks(const Resolved& s,
+                                             const std::vector<Move>& moves,
+                                             bool count_changed) {
+  std::vector<std::string> args;
+  args.reserve(4);
+  if (has(moves, "quantize-int8")) {
+    args.emplace_back(
+        "quantization_config=BitsAndBytesConfig(load_in_8bit=True)");
+  }
+  if (has(moves, "quantize-fp8")) {
+    args.emplace_back("quantization_config=FbgemmFp8Config()");
+  }
+  if (has(moves, "quantize-4bit")) {
+    args.emplace_back(
+        R"(quantization_config=BitsAndBytesConfig(load_in_4bit=True, )"
+        R"(bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True))");
+  }
+  if (has(moves, "flash-attention")) {
+    args.emplace_back(R"(attn_implementation="flash_attention_2")");
+  }
+  if (has(moves, "sdpa-attention")) {
+    args.emplace_back(R"(attn_implementation="sdpa")");
+  }
+  if (has(moves, "split-layers") || has(moves, "cpu-offload")) {
+    args.emplace_back(
+        has(moves, "cpu-offload")
+            ? R"(device_map="auto", max_memory={0: "..GiB", "cpu": "..GiB"})"
+            : R"(device_map="auto")");
+  } else if (has(moves, "layout") || (count_changed && s.tp > 1)) {
+    args.push_back(fmt::format(
+        R"(tp_plan="auto" under torchrun --nproc_per_node {})", s.gpus));
+  }
+  if (args.empty()) {
+    return {};
+  }
+  return {{"transformers", "from_pretrained(..., " + join(args, ", ") + ")"}};
+}
+
+std::vector<LaunchBlock> launch_blocks(const Resolved& s,
+                                       const std::vector<Move>& moves,
+                                       bool count_changed) {
+  std::vector<LaunchBlock> out =
+      s.training()               ? training_blocks(s, moves, count_changed)
+      : s.engine == Engine::vllm ? vllm_blocks(s, moves, count_changed)
+                                 : hf_inference_blocks(s, moves, count_changed);
+  if (has(moves, "expandable-segments")) {
+    out.push_back(
+        {"environment", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+  }
+  return out;
+}
+
+// --- Fixes.
 
 struct Ctx {
   const Model& model;
+  const Gpu& gpu;
   const Setup& base;
-  const std::vector<Gpu>& gpus;
-  Bytes base_total = 0;  // the plan's total, before any fix
-  StepTime base_time;    // and its time
+  const Priced& priced;  // the plan as asked
+  StepTime time;         // and its time
+  const std::vector<Gpu>& cards;
 };
 
-// A candidate plan: the setup and card a fix leads to, with its words.
-struct Step {
-  Setup setup;
-  const Gpu* gpu = nullptr;
-  std::string title;
-  std::string changes;  // what it changes for the user, may be empty
-  std::string flags;    // engine launch flags, may be empty
-};
-
-struct Priced {
-  Setup setup;  // resolved
-  Budget budget;
-};
-
-// resolve -> validate -> memory(); nullopt when the core rejects the setup.
-std::optional<Priced> price(const Model& model, const Gpu& gpu,
-                            const Setup& setup) {
-  Priced p{resolve_setup(model, gpu, setup), {}};
-  try {
-    validate_setup(model, gpu, p.setup);
-  } catch (const Error&) {
-    return std::nullopt;
+std::string time_clause(double factor, bool training) {
+  const char* unit = training ? "per step" : "per output token";
+  if (std::abs(factor - 1) < 0.02) {
+    return "same speed";
   }
-  p.budget = memory(model, gpu, p.setup);
-  return p;
+  if (factor < 1) {
+    return fmt::format("{:.0f} % faster {}", (1 - factor) * 100, unit);
+  }
+  return fmt::format("+{:.0f} % time {}", (factor - 1) * 100, unit);
 }
 
-bool fits(const Model& model, const Gpu& gpu, const Setup& setup) {
-  const auto p = price(model, gpu, setup);
-  return p && p->budget.fits();
+std::string risk_clause(const std::vector<Move>& moves) {
+  Risk worst = Risk::none;
+  std::vector<std::string> which;
+  for (const Move& m : moves) {
+    if (m.risk != Risk::none) {
+      worst = std::max(worst, m.risk);
+      which.push_back(m.title);
+    }
+  }
+  if (worst == Risk::none) {
+    return {};
+  }
+  return fmt::format("{} accuracy risk ({})", risk_name(worst),
+                     join(which, ", "));
 }
 
-std::string join(const std::string& a, const std::string& b,
-                 std::string_view sep) {
-  if (a.empty()) {
-    return b;
+Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
+             const Gpu& gpu, const Setup& request, const Resolved& setup,
+             const Budget& budget, const StepTime& time,
+             const std::vector<Move>& moves, std::string job_change) {
+  Fix fix;
+  fix.group = group;
+  fix.id = std::move(id);
+  fix.title = std::move(title);
+  fix.request = request;
+  fix.setup = setup;
+  fix.gpu = &gpu;
+  fix.total_bytes = budget.total_bytes();
+  fix.fits = budget.fits_with_margin();
+  fix.saves_bytes = c.priced.budget.total_bytes() - fix.total_bytes;
+  fix.host_bytes = budget.host_bytes;
+  fix.host_capacity_bytes = budget.host_capacity_bytes;
+  const double before = step_seconds(c.time);
+  const double after = step_seconds(time);
+  fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
+  for (const Move& m : moves) {
+    fix.risk = std::max(fix.risk, m.risk);
   }
-  if (b.empty()) {
-    return a;
+  std::vector<std::string> cost = {
+      time_clause(fix.step_factor, setup.training())};
+  if (budget.host_bytes > 0) {
+    cost.push_back(
+        budget.host_capacity_bytes
+            ? fmt::format("{} host RAM per node (of {})",
+                          gib_text(budget.host_bytes),
+                          gib_text(*budget.host_capacity_bytes))
+            : fmt::format("{} host RAM per node", gib_text(budget.host_bytes)));
   }
-  return a + std::string(sep) + b;
+  cost.push_back(risk_clause(moves));
+  const int old_gpus = c.priced.setup.total_gpus();
+  const int new_gpus = setup.total_gpus();
+  if (group == FixGroup::more_gpus || group == FixGroup::other_gpus) {
+    const double gpu_hours = fix.step_factor * new_gpus / old_gpus;
+    std::string hardware =
+        fmt::format("{} x {} instead of {} x {}, {:.2f}x the GPU-hours",
+                    new_gpus, gpu.name, old_gpus, c.gpu.name, gpu_hours);
+    if (setup.price && c.base.price) {
+      hardware +=
+          fmt::format(", ${:.2f}/h instead of ${:.2f}/h",
+                      *setup.price * new_gpus, *c.base.price * old_gpus);
+    }
+    cost.push_back(hardware);
+  }
+  if (!job_change.empty()) {
+    cost.push_back("changes the job: " + job_change);
+  }
+  fix.cost = join(cost, "; ");
+  fix.launch =
+      launch_blocks(setup, moves, new_gpus != old_gpus || &gpu != &c.gpu);
+  return fix;
 }
 
-using Apply = std::optional<Step> (*)(const Ctx&, const Step&);
+std::string moves_id(const std::vector<Move>& moves) {
+  std::vector<std::string> ids;
+  for (const Move& m : moves) {
+    ids.push_back(m.id);
+  }
+  return join(ids, "+");
+}
 
-struct FixKind {
-  std::string_view id;
-  CostClass cost_class;
-  std::string_view group;  // fixes of one group never combine
-  Apply apply;
-  // Offered only when the plan has this component, at least `min_share` of
-  // the card; empty: always.
-  std::string_view needs = {};
-  double min_share = 0;
-};
+std::string moves_title(const std::vector<Move>& moves) {
+  std::vector<std::string> titles;
+  for (const Move& m : moves) {
+    titles.push_back(m.title);
+  }
+  return join(titles, " + ");
+}
 
-// --- Free knobs ---------------------------------------------------------
+Fix from_found(const Ctx& c, FixGroup group, const Found& f, std::string id,
+               std::string title, std::string job_change) {
+  return make_fix(c, group, std::move(id), std::move(title), *f.gpu, f.request,
+                  f.setup, f.budget, f.time, f.moves, std::move(job_change));
+}
 
-std::optional<Step> reduce_batch(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  // Optimizer-in-backward steps every micro-batch: no gradient accumulation
-  // to keep the global batch with.
-  if (s.batch <= 1 || (s.training() && s.optimizer_in_bwd)) {
-    return std::nullopt;
-  }
-  // Training keeps the global batch: divisors of the micro-batch, grad-accum
-  // multiplied by the same factor. Inference halves the concurrency.
-  std::vector<std::int64_t> options;
-  if (s.training()) {
-    for (std::int64_t b = s.batch - 1; b >= 1; --b) {
-      if (s.batch % b == 0) {
-        options.push_back(b);
-      }
-    }
-  } else {
-    for (std::int64_t b = s.batch / 2; b >= 1; b /= 2) {
-      options.push_back(b);
-    }
-  }
-  auto with_batch = [&s](std::int64_t b) {
-    Setup t = s;
-    t.batch = b;
-    if (s.training()) {
-      t.grad_accum = static_cast<int>(s.grad_accum * (s.batch / b));
-    }
-    return t;
-  };
-  // The largest option that fits, else a single sequence.
-  Step to = from;
-  to.setup = with_batch(1);
-  for (const std::int64_t b : options) {
-    const Setup trial = with_batch(b);
-    if (fits(c.model, *from.gpu, trial)) {
-      to.setup = trial;
-      break;
-    }
-  }
-  const std::int64_t b = to.setup.batch;
-  if (s.training()) {
-    to.title = fmt::format("micro-batch {} -> {}, grad-accum {} -> {}", s.batch,
-                           b, s.grad_accum, to.setup.grad_accum);
-    to.changes = "global batch unchanged";
-    to.flags = fmt::format(
-        "--per_device_train_batch_size {} --gradient_accumulation_steps {}", b,
-        to.setup.grad_accum);
-  } else {
-    to.title = fmt::format("{} -> {} concurrent sequences", s.batch, b);
-    to.changes = "fewer sequences per step";
-    if (s.engine == Engine::vllm) {
-      to.flags = fmt::format("--max-num-seqs {}", b);
-    }
-  }
-  return to;
+bool same_request(const Ctx& c, const Fix& a, const Found& b) {
+  return a.gpu == b.gpu && plan_argv("", c.model, *a.gpu, a.request) ==
+                               plan_argv("", c.model, *b.gpu, b.request);
 }
 
 // The largest value in [lo, hi) on a `grain` grid for which `make(value)`
-// fits, by bisection (memory grows with sequence length); nullopt when even
-// `lo` does not fit.
+// fits with the margin, by bisection (memory grows with the value); nullopt
+// when even `lo` does not fit.
 template <typename Make>
-std::optional<std::int64_t> largest_fitting(const Ctx& c, const Gpu& gpu,
-                                            std::int64_t lo, std::int64_t hi,
-                                            std::int64_t grain, Make make) {
+std::optional<std::int64_t> largest_fitting(const Ctx& c, std::int64_t lo,
+                                            std::int64_t hi, std::int64_t grain,
+                                            Make make) {
+  auto ok = [&](std::int64_t v) {
+    const Pricing p = price(c.model, c.gpu, make(v));
+    return p.priced && p.priced->budget.fits_with_margin();
+  };
   std::int64_t a = lo / grain;
   std::int64_t b = (hi - 1) / grain;
-  if (b < a || !fits(c.model, gpu, make(a * grain))) {
+  if (b < a || !ok(a * grain)) {
     return std::nullopt;
   }
   while (a < b) {
     const std::int64_t mid = (a + b + 1) / 2;
-    if (fits(c.model, gpu, make(mid * grain))) {
+    if (ok(mid * grain)) {
       a = mid;
     } else {
       b = mid - 1;
@@ -187,968 +430,248 @@ std::optional<std::int64_t> largest_fitting(const Ctx& c, const Gpu& gpu,
   return a * grain;
 }
 
-std::optional<Step> shorter_seq(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  if (s.engine == Engine::vllm || s.seq <= 512) {
+// A change of the job priced on the same cards without other moves.
+std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
+                           const Setup& request, std::string job_change,
+                           std::vector<Move> moves = {}) {
+  Pricing p = price(c.model, c.gpu, request);
+  if (!p.priced || !p.priced->budget.fits_with_margin()) {
     return std::nullopt;
   }
-  auto make = [&s](std::int64_t seq) {
-    Setup t = s;
-    t.seq = seq;
-    t.max_model_len = 0;
-    return t;
-  };
-  const auto best = largest_fitting(c, *from.gpu, 256, s.seq, 256, make);
-  Step to = from;
-  to.setup = make(best ? *best : s.seq / 2);
-  const std::int64_t seq = to.setup.seq;
-  to.title = fmt::format("sequence length {} -> {} tokens", s.seq, seq);
-  to.changes = fmt::format("context {} -> {} tokens", s.seq, seq);
-  to.flags = s.training()
-                 ? fmt::format("--max_seq_length {}", seq)
-                 : fmt::format("max_length={} (prompt + new tokens)", seq);
-  return to;
+  const StepTime t =
+      estimate_time(c.model, c.gpu, p.priced->setup, p.priced->budget);
+  return make_fix(c, FixGroup::change_job, std::move(id), std::move(title),
+                  c.gpu, p.priced->request, p.priced->setup, p.priced->budget,
+                  t, moves, std::move(job_change));
 }
 
-std::optional<Step> max_model_len(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  const std::int64_t len = s.max_model_len != 0 ? s.max_model_len : s.seq;
-  if (s.engine != Engine::vllm || len <= 256) {
-    return std::nullopt;
-  }
-  // vLLM admits a request only when max_model_len tokens fit in the KV pool;
-  // the request length follows it down.
-  auto make = [&s](std::int64_t n) {
-    Setup t = s;
-    t.max_model_len = n;
-    t.seq = std::min(s.seq, n);
-    return t;
-  };
-  const auto best = largest_fitting(c, *from.gpu, 256, len, 256, make);
-  Step to = from;
-  to.setup = make(best ? *best : len / 2);
-  const std::int64_t n = to.setup.max_model_len;
-  to.title = fmt::format("max-model-len {} -> {}", len, n);
-  to.changes = fmt::format("longest request {} -> {} tokens", len, n);
-  to.flags = fmt::format("--max-model-len {}", n);
-  return to;
-}
-
-std::optional<Step> flash_attention(const Ctx& /*c*/, const Step& from) {
-  const Setup& s = from.setup;
-  if (s.attn == Attn::flash) {
-    return std::nullopt;
-  }
-  // FlashAttention-2 needs Ampere (sm80) or newer; older cards get SDPA's
-  // memory-efficient kernel instead.
-  const bool flash_ok = from.gpu->compute_capability >= 80;
-  if (!flash_ok && s.attn == Attn::sdpa) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.attn = flash_ok ? Attn::flash : Attn::sdpa;
-  to.title = flash_ok ? "flash attention (no s^2 score matrix)"
-                      : "SDPA memory-efficient attention (no s^2 scores)";
-  to.flags = flash_ok ? R"(attn_implementation="flash_attention_2")"
-                      : R"(attn_implementation="sdpa")";
-  return to;
-}
-
-std::optional<Step> gpu_util(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  if (s.engine != Engine::vllm || fits(c.model, *from.gpu, s)) {
-    return std::nullopt;
-  }
-  // Lower it when the start-up free-memory check fails, raise it when the KV
-  // pool is short: the fitting value nearest to the current one.
-  std::optional<double> best;
-  for (const double u : k_gpu_utils) {
-    if (std::abs(u - s.gpu_util) < 1e-9) {
+void same_hardware(const Ctx& c, std::optional<double> headroom,
+                   std::vector<Fix>& out) {
+  Searcher searcher(c.model, c.base, SearchScope{});
+  const int count = c.priced.setup.total_gpus();
+  for (const Objective objective :
+       {Objective::balanced, Objective::fastest, Objective::safest}) {
+    const auto found = searcher.best(c.gpu, count, objective, headroom);
+    if (!found || found->moves.empty()) {
       continue;
     }
-    Setup t = s;
-    t.gpu_util = u;
-    if (fits(c.model, *from.gpu, t) &&
-        (!best || std::abs(u - s.gpu_util) < std::abs(*best - s.gpu_util))) {
-      best = u;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Fix& f) {
+      return same_request(c, f, *found);
+    });
+    if (!seen) {
+      out.push_back(from_found(c, FixGroup::same_hardware, *found,
+                               moves_id(found->moves),
+                               moves_title(found->moves), ""));
     }
   }
-  if (!best) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.gpu_util = *best;
-  to.title = fmt::format("gpu-util {} -> {}", s.gpu_util, *best);
-  to.changes = *best > s.gpu_util ? "less memory left to other processes"
-                                  : "smaller KV cache pool";
-  to.flags = fmt::format("--gpu-memory-utilization {}", *best);
-  return to;
 }
 
-std::optional<Step> expandable_segments(const Ctx& /*c*/, const Step& from) {
-  const Setup& s = from.setup;
-  if (s.reserve >= 0 && s.reserve <= k_expandable_reserve) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.reserve = k_expandable_reserve;
-  to.title = "expandable segments (less allocator fragmentation)";
-  to.flags = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
-  return to;
-}
-
-std::optional<Step> chunked_loss(const Ctx& /*c*/, const Step& from) {
-  if (!from.setup.training() || from.setup.loss == Loss::chunked) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.loss = Loss::chunked;
-  to.title = "chunked cross-entropy (no full fp32 logits)";
-  to.flags =
-      "torchtune: loss=CEWithChunkedOutputLoss; transformers: "
-      "--use_liger_kernel true";
-  return to;
-}
-
-std::optional<Step> optimizer_in_bwd(const Ctx& /*c*/, const Step& from) {
-  const Setup& s = from.setup;
-  if (!s.training() || s.optimizer_in_bwd || s.grad_accum > 1) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.optimizer_in_bwd = true;
-  to.title = "optimizer step in backward (no full gradient buffer)";
-  to.changes = "no gradient accumulation";
-  to.flags = "torchtune: optimizer_in_bwd=True";
-  return to;
-}
-
-std::optional<Step> half_precision(const Ctx& /*c*/, const Step& from) {
-  if (from.setup.dtype != Dtype::fp32) {
-    return std::nullopt;
-  }
-  // Seed checklist step 2: fp32 doubles every 16-bit byte. bf16 needs Ampere;
-  // older cards get fp16.
-  const bool bf16 =
-      from.gpu->compute_capability >= 80 || from.gpu->compute_capability == 0;
-  Step to = from;
-  to.setup.dtype = bf16 ? Dtype::bf16 : Dtype::fp16;
-  to.title = fmt::format("{} instead of fp32", dtype_name(to.setup.dtype));
-  to.flags = from.setup.training()
-                 ? (bf16 ? "--bf16 true" : "--fp16 true")
-                 : (bf16 ? "torch_dtype=torch.bfloat16 (vLLM: --dtype bfloat16)"
-                         : "torch_dtype=torch.float16 (vLLM: --dtype half)");
-  return to;
-}
-
-std::optional<Step> pure_bf16(const Ctx& /*c*/, const Step& from) {
-  const Setup& s = from.setup;
-  if (s.mode != Mode::full || s.precision == Precision::pure ||
-      s.dtype == Dtype::fp32) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.precision = Precision::pure;
-  to.title = fmt::format("pure {} training (no fp32 master weights or states)",
-                         dtype_name(s.dtype));
-  to.changes =
-      "small accuracy risk (16-bit updates; torchtune's and LitGPT's default)";
-  to.flags = "torchtune: dtype=bf16; LitGPT: --precision bf16-true";
-  return to;
-}
-
-// --- Compute ------------------------------------------------------------
-
-std::optional<Step> checkpointing(const Step& from, Checkpointing level) {
-  const Setup& s = from.setup;
-  if (!s.training() || s.checkpointing >= level) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.checkpointing = level;
-  if (level == Checkpointing::selective) {
-    to.title = "selective activation recomputation (attention core)";
-    to.flags = "Megatron: --recompute-granularity selective";
-  } else {
-    to.title = "full activation checkpointing (keep layer inputs only)";
-    to.flags =
-        "--gradient_checkpointing true; torchtune: "
-        "enable_activation_checkpointing=True";
-  }
-  return to;
-}
-
-std::optional<Step> checkpointing_selective(const Ctx& /*c*/,
-                                            const Step& from) {
-  return checkpointing(from, Checkpointing::selective);
-}
-
-std::optional<Step> checkpointing_full(const Ctx& /*c*/, const Step& from) {
-  return checkpointing(from, Checkpointing::full);
-}
-
-std::optional<Step> activation_offload(const Ctx& /*c*/, const Step& from) {
-  if (!from.setup.training() || from.setup.activation_offload) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.activation_offload = true;
-  to.title = "offload activations to CPU RAM (overlapped with compute)";
-  to.flags = "torchtune: enable_activation_offloading=True";
-  return to;
-}
-
-std::string zero_flags(int stage) {
-  std::string flags =
-      fmt::format(R"(DeepSpeed: "zero_optimization": {{"stage": {}}})", stage);
-  if (stage == 3) {
-    flags += R"(; FSDP: --fsdp "full_shard auto_wrap")";
-  }
-  return flags;
-}
-
-std::optional<Step> zero_up(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  if (!s.training() || s.dp() <= 1 || s.zero_stage() >= 3) {
-    return std::nullopt;
-  }
-  // The lowest stage that fits (least communication), else stage 3.
-  Step to = from;
-  to.setup.fsdp = false;
-  to.setup.zero = 3;
-  for (int stage = s.zero_stage() + 1; stage < 3; ++stage) {
-    Setup t = s;
-    t.zero = stage;
-    if (fits(c.model, *from.gpu, t)) {
-      to.setup.zero = stage;
-      break;
+void more_gpus(const Ctx& c, std::vector<Fix>& out) {
+  const int now = c.priced.setup.total_gpus();
+  std::vector<int> counts;
+  for (const int n : gpu_counts(k_sizing_max_gpus)) {
+    if (n > now) {
+      counts.push_back(n);
     }
   }
-  to.title = fmt::format("ZeRO stage {} -> {} (shard {} over {} GPUs)",
-                         s.zero_stage(), to.setup.zero,
-                         to.setup.zero == 1   ? "optimizer states"
-                         : to.setup.zero == 2 ? "optimizer states + gradients"
-                                              : "weights, gradients, states",
-                         s.dp());
-  to.flags = zero_flags(to.setup.zero);
-  return to;
-}
-
-std::optional<Step> pipeline(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  const std::int64_t layers = c.model.num_layers + c.model.num_decoder_layers;
-  if (!s.training() || s.dp() < 2 || s.pp * 2 > layers) {
-    return std::nullopt;
+  // More cards instead of quantization or CPU offload.
+  const SearchScope scope{.layouts = true, .quantize = false, .offload = false};
+  Searcher searcher(c.model, c.base, scope);
+  const auto found = searcher.fewest(c.gpu, counts, Objective::balanced);
+  if (!found) {
+    return;
   }
-  Step to = from;
-  to.setup.pp = s.pp * 2;
-  to.title = fmt::format("pipeline parallel {} -> {} (layers split over GPUs)",
-                         s.pp, to.setup.pp);
-  to.changes = fmt::format("data parallel {} -> {}", s.dp(), to.setup.dp());
-  to.flags = fmt::format(
-      "Megatron: --pipeline-model-parallel-size {}; DeepSpeed PipelineModule "
-      "num_stages={}",
-      to.setup.pp, to.setup.pp);
-  return to;
-}
-
-// --- Accuracy -----------------------------------------------------------
-
-std::optional<Step> fp8_kv_cache(const Ctx& /*c*/, const Step& from) {
-  const Setup& s = from.setup;
-  if (s.training() || s.engine != Engine::vllm ||
-      s.kv_dtype == std::optional<Dtype>{Dtype::fp8} ||
-      from.gpu->compute_capability < 80) {
-    return std::nullopt;
+  std::string title =
+      fmt::format("{} -> {} GPUs", now, found->setup.total_gpus());
+  if (!found->moves.empty()) {
+    title += " + " + moves_title(found->moves);
   }
-  Step to = from;
-  to.setup.kv_dtype = Dtype::fp8;
-  to.title = "fp8 KV cache (half the bytes per token)";
-  to.changes = from.gpu->fp8_tflops > 0
-                   ? "small accuracy risk"
-                   : fmt::format(
-                         "small accuracy risk; {} has no fp8 tensor cores: "
-                         "stored in fp8, converted to 16-bit on read",
-                         from.gpu->name);
-  to.flags = "--kv-cache-dtype fp8";
-  return to;
+  out.push_back(
+      from_found(c, FixGroup::more_gpus, *found, "more-gpus", title, ""));
 }
 
-std::optional<Step> optimizer_8bit(const Ctx& /*c*/, const Step& from) {
-  const Setup& s = from.setup;
-  if (!s.training() || (s.optimizer != Optimizer::adamw &&
-                        s.optimizer != Optimizer::paged_adamw)) {
-    return std::nullopt;
-  }
-  Step to = from;
-  const bool paged = s.optimizer == Optimizer::paged_adamw;
-  to.setup.optimizer =
-      paged ? Optimizer::paged_adamw_8bit : Optimizer::adamw_8bit;
-  to.title = "8-bit AdamW states (bitsandbytes)";
-  to.changes = "low accuracy risk (Dettmers et al. 2022 match 32-bit Adam)";
-  to.flags = paged ? "--optim paged_adamw_8bit" : "--optim adamw_bnb_8bit";
-  return to;
-}
-
-// Weights stored in 16 bits: nothing quantized yet.
-bool sixteen_bit_weights(const Setup& s) {
-  return s.quant == Quant::none || s.quant == Quant::automatic;
-}
-
-std::optional<Step> quantize(const Step& from, Quant quant) {
-  const Setup& s = from.setup;
-  const auto options = quantization_options(*from.gpu, s.engine);
-  if (s.training() || !sixteen_bit_weights(s) ||
-      std::find(options.begin(), options.end(), quant) == options.end()) {
-    return std::nullopt;
-  }
-  const bool vllm = s.engine == Engine::vllm;
-  Step to = from;
-  to.setup.quant = quant;
-  switch (quant) {
-    case Quant::int8:
-      to.title = "8-bit weights (int8)";
-      to.changes = "small accuracy risk";
-      to.flags = vllm ? "an int8 W8A16/W8A8 checkpoint (compressed-tensors)"
-                      : "BitsAndBytesConfig(load_in_8bit=True)";
-      break;
-    case Quant::fp8:
-      to.title = "fp8 weights";
-      to.changes =
-          from.gpu->fp8_tflops > 0
-              ? "small accuracy risk"
-              : "small accuracy risk; no fp8 tensor cores: weight-only "
-                "fp8 (Marlin), compute in 16-bit";
-      to.flags = vllm ? "--quantization fp8" : "FbgemmFp8Config()";
-      break;
-    default:
-      to.title = vllm ? "4-bit AWQ weights" : "4-bit NF4 weights";
-      to.changes = "moderate accuracy risk (4-bit)";
-      to.flags = vllm ? "--quantization awq (an AWQ checkpoint)"
-                      : R"(BitsAndBytesConfig(load_in_4bit=True, )"
-                        R"(bnb_4bit_quant_type="nf4", )"
-                        R"(bnb_4bit_use_double_quant=True))";
-      break;
-  }
-  return to;
-}
-
-std::optional<Step> quantize_int8(const Ctx& /*c*/, const Step& from) {
-  return quantize(from, Quant::int8);
-}
-
-std::optional<Step> quantize_fp8(const Ctx& /*c*/, const Step& from) {
-  return quantize(from, Quant::fp8);
-}
-
-std::optional<Step> quantize_4bit(const Ctx& /*c*/, const Step& from) {
-  return quantize(from,
-                  quantization_options(*from.gpu, from.setup.engine).back());
-}
-
-std::optional<Step> lora_instead(const Ctx& /*c*/, const Step& from) {
-  if (from.setup.mode != Mode::full) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.mode = Mode::lora;
-  to.setup.quant = Quant::automatic;
-  to.setup.precision = Precision::mixed;
-  to.title = fmt::format("LoRA (rank {}) instead of full fine-tuning",
-                         to.setup.lora_rank);
-  to.changes = "trains adapters only; frozen base";
-  to.flags = R"(peft LoraConfig(r=16, target_modules="all-linear"))";
-  return to;
-}
-
-std::optional<Step> qlora_instead(const Ctx& /*c*/, const Step& from) {
-  const Mode mode = from.setup.mode;
-  if (mode != Mode::full && mode != Mode::lora) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.mode = Mode::qlora;
-  to.setup.quant = Quant::automatic;  // resolves to nf4
-  to.title = "QLoRA: 4-bit NF4 base + LoRA adapters";
-  to.changes = mode == Mode::full ? "trains adapters only; 4-bit frozen base"
-                                  : "4-bit frozen base (small accuracy risk)";
-  to.flags =
-      R"(BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", )"
-      R"(bnb_4bit_use_double_quant=True) + peft LoraConfig)";
-  return to;
-}
-
-// --- Hardware -----------------------------------------------------------
-
-// The next GPU count: powers of two inside a node, then doubling whole
-// nodes.
-void next_count(Setup& s) {
-  if (s.nodes == 1 && s.gpus < 8) {
-    s.gpus = std::min(8, s.gpus * 2);
-  } else {
-    s.nodes *= 2;
-  }
-}
-
-std::optional<Step> more_gpus(const Ctx& c, const Step& from) {
-  const Setup& s = from.setup;
-  Setup t = s;
-  // Data parallelism lowers per-GPU memory only when it shards: training
-  // without ZeRO moves to ZeRO-3 / FSDP with the new GPUs.
-  const bool add_sharding = s.training() && s.zero_stage() == 0;
-  if (add_sharding) {
-    t.zero = 3;
-  }
-  std::optional<Setup> found;
-  std::optional<Setup> first;  // one step up
-  while (true) {
-    next_count(t);
-    if (t.total_gpus() > k_max_total_gpus) {
-      break;
+void other_gpus(const Ctx& c, std::vector<Fix>& out) {
+  const SearchScope scope{.layouts = true, .quantize = false, .offload = false};
+  Searcher searcher(c.model, c.base, scope);
+  std::vector<Fix> options;
+  for (const Gpu& card : c.cards) {
+    if (&card == &c.gpu || card.name == c.gpu.name || !card.common ||
+        card.vendor != c.gpu.vendor) {
+      continue;
     }
-    if (t.training()) {
-      // Data parallel grows; grad-accum shrinks when that keeps the global
-      // batch exact.
-      const int dp_old = s.dp();
-      const int dp_new = t.total_gpus() / (s.tp * s.pp);
-      const int global = s.grad_accum * dp_old;
-      t.grad_accum =
-          global % dp_new == 0 ? std::max(1, global / dp_new) : s.grad_accum;
-    } else if (s.split_layers) {
-      // transformers device_map="auto": whole layers over more GPUs of one
-      // process, so one node at most.
-      if (t.nodes > 1) {
+    const auto found = searcher.fewest(card, gpu_counts(k_sizing_max_gpus),
+                                       Objective::balanced);
+    if (!found) {
+      continue;
+    }
+    std::string title =
+        fmt::format("{} x {} -> {} x {}", c.priced.setup.total_gpus(),
+                    c.gpu.name, found->setup.total_gpus(), card.name);
+    if (!found->moves.empty()) {
+      title += " + " + moves_title(found->moves);
+    }
+    options.push_back(
+        from_found(c, FixGroup::other_gpus, *found, "other-gpus", title, ""));
+  }
+  // The fewest GPU-hours per token first, then the fewest cards, then name.
+  std::stable_sort(options.begin(), options.end(),
+                   [](const Fix& a, const Fix& b) {
+                     const double ha = a.step_factor * a.setup.total_gpus();
+                     const double hb = b.step_factor * b.setup.total_gpus();
+                     if (std::abs(ha - hb) > 1e-9) {
+                       return ha < hb;
+                     }
+                     return a.gpu->name < b.gpu->name;
+                   });
+  for (std::size_t i = 0; i < options.size() && i < k_other_cards; ++i) {
+    out.push_back(std::move(options[i]));
+  }
+}
+
+void change_job(const Ctx& c, std::vector<Fix>& out) {
+  const Setup& s = c.base;
+  const Resolved& r = c.priced.setup;
+  if (r.training() && r.mode == Mode::full) {
+    // LoRA or QLoRA instead of full fine-tuning, with the cheapest moves.
+    for (const Mode mode : {Mode::lora, Mode::qlora}) {
+      Setup t = s;
+      t.mode = mode;
+      t.quant = Quant::automatic;
+      t.precision = Precision::mixed;
+      Searcher searcher(c.model, t, SearchScope{});
+      const auto found =
+          searcher.best(c.gpu, r.total_gpus(), Objective::balanced);
+      if (found) {
+        const bool q = mode == Mode::qlora;
+        std::string title =
+            q ? "QLoRA (4-bit NF4 base + LoRA adapters) instead of "
+                "full fine-tuning"
+              : fmt::format("LoRA (rank {}) instead of full fine-tuning",
+                            t.lora_rank);
+        if (!found->moves.empty()) {
+          title += " + " + moves_title(found->moves);
+        }
+        out.push_back(from_found(c, FixGroup::change_job, *found,
+                                 q ? "qlora" : "lora", title,
+                                 q ? "trains adapters over a 4-bit frozen base"
+                                   : "trains adapters only"));
+        break;  // QLoRA only when LoRA does not fit
+      }
+    }
+  }
+  if (r.engine == Engine::vllm && !r.training()) {
+    const auto best =
+        largest_fitting(c, 256, r.max_model_len, 256, [&](std::int64_t n) {
+          Setup t = s;
+          t.max_model_len = n;
+          t.seq = std::min(s.seq, n);
+          return t;
+        });
+    if (best) {
+      Setup t = s;
+      t.max_model_len = *best;
+      t.seq = std::min(s.seq, *best);
+      if (auto fix = job_fix(
+              c, "max-model-len",
+              fmt::format("max-model-len {} -> {}", r.max_model_len, *best), t,
+              fmt::format("longest request {} -> {} tokens", r.max_model_len,
+                          *best),
+              {{"max-model-len", "", Risk::none}})) {
+        out.push_back(std::move(*fix));
+      }
+    }
+  } else if (r.seq > 512) {
+    const auto best = largest_fitting(c, 256, r.seq, 256, [&](std::int64_t n) {
+      Setup t = s;
+      t.seq = n;
+      t.max_model_len.reset();
+      return t;
+    });
+    if (best) {
+      Setup t = s;
+      t.seq = *best;
+      t.max_model_len.reset();
+      if (auto fix = job_fix(
+              c, "shorter-seq",
+              fmt::format("sequence length {} -> {} tokens", r.seq, *best), t,
+              fmt::format("sequences of {} tokens instead of {}", *best,
+                          r.seq))) {
+        out.push_back(std::move(*fix));
+      }
+    }
+  }
+  if (r.batch > 1) {
+    // Fewer sequences per step: a smaller global batch in training, fewer
+    // concurrent sequences in inference.
+    for (std::int64_t b = r.batch / 2; b >= 1; b /= 2) {
+      Setup t = s;
+      t.batch = b;
+      const std::string change =
+          r.training() ? fmt::format("global batch {} -> {} sequences",
+                                     r.batch * r.grad_accum * r.dp(),
+                                     b * r.grad_accum * r.dp())
+                       : fmt::format("{} -> {} sequences at once", r.batch, b);
+      if (auto fix = job_fix(
+              c, r.training() ? "smaller-batch" : "fewer-sequences",
+              r.training()
+                  ? fmt::format("micro-batch {} -> {} (same "
+                                "grad-accum)",
+                                r.batch, b)
+                  : fmt::format("{} -> {} concurrent sequences", r.batch, b),
+              t, change, {{"smaller-batch", "", Risk::none}})) {
+        out.push_back(std::move(*fix));
         break;
       }
-    } else {
-      // Inference: tensor parallel over each node's GPUs, pipeline over nodes.
-      t.tp = t.gpus;
-      t.pp = t.nodes;
-    }
-    if (!first) {
-      first = t;
-    }
-    if (fits(c.model, *from.gpu, t)) {
-      found = t;
-      break;
-    }
-  }
-  if (!first) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup = found ? *found : *first;
-  if (!found) {
-    // Nothing fits up to the bound: show what one doubling saves, at the
-    // user's grad-accum.
-    to.setup.grad_accum = s.grad_accum;
-  }
-  const Setup& n = to.setup;
-  std::string how;
-  if (n.split_layers) {
-    how = "whole layers per GPU";
-  } else if (n.training()) {
-    how = fmt::format("data parallel {}{}", n.dp(),
-                      add_sharding ? ", ZeRO-3 / FSDP" : "");
-  } else {
-    how = fmt::format("tensor parallel {}{}", n.tp,
-                      n.pp > 1 ? fmt::format(", pipeline {}", n.pp) : "");
-  }
-  to.title =
-      fmt::format("{} -> {} GPUs ({})", s.total_gpus(), n.total_gpus(), how);
-  if (n.training()) {
-    to.flags = n.nodes > 1
-                   ? fmt::format("torchrun --nnodes {} --nproc_per_node {}",
-                                 n.nodes, n.gpus)
-                   : fmt::format("torchrun --nproc_per_node {}", n.gpus);
-    if (add_sharding) {
-      to.flags += "; " + zero_flags(3);
-    }
-  } else if (n.engine == Engine::vllm) {
-    to.flags = fmt::format("--tensor-parallel-size {}", n.tp);
-    if (n.pp > 1) {
-      to.flags += fmt::format(" --pipeline-parallel-size {}", n.pp);
-    }
-  } else if (n.split_layers) {
-    to.flags = R"(device_map="auto" over the GPUs)";
-  } else {
-    to.flags = fmt::format(
-        R"(tp_plan="auto" under torchrun --nproc_per_node {})", n.gpus);
-  }
-  return to;
-}
-
-// `setup` moved from card `from` to card `to`: a vLLM scheduler budget that
-// was the old card's default follows the new card (resolve_setup fills it).
-Setup on_card(Setup setup, const Gpu& from, const Gpu& to) {
-  if (setup.engine == Engine::vllm && setup.vllm_version != VllmEra::v0 &&
-      setup.max_num_batched_tokens == vllm_default_batched_tokens(from)) {
-    setup.max_num_batched_tokens = vllm_default_batched_tokens(to);
-  }
-  return setup;
-}
-
-std::optional<Step> bigger_gpu(const Ctx& c, const Step& from) {
-  // The smallest bigger card that fits; else the biggest card (which only
-  // matters inside a combination: alone it changes nothing and is dropped).
-  const Gpu* best = nullptr;
-  const Gpu* biggest = nullptr;
-  for (const Gpu& g : c.gpus) {
-    // Same vendor (the software stack stays), a card the catalog lists as
-    // common unless the user's own card is not.
-    if (g.capacity_bytes <= from.gpu->capacity_bytes ||
-        g.vendor != from.gpu->vendor || (!g.common && from.gpu->common)) {
-      continue;
-    }
-    if (biggest == nullptr || g.capacity_bytes > biggest->capacity_bytes ||
-        (g.capacity_bytes == biggest->capacity_bytes &&
-         g.name < biggest->name)) {
-      biggest = &g;
-    }
-    if (!fits(c.model, g, on_card(from.setup, *from.gpu, g))) {
-      continue;
-    }
-    if (best == nullptr || g.capacity_bytes < best->capacity_bytes ||
-        (g.capacity_bytes == best->capacity_bytes && g.name < best->name)) {
-      best = &g;
-    }
-  }
-  if (best == nullptr) {
-    best = biggest;
-  }
-  if (best == nullptr) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup = on_card(from.setup, *from.gpu, *best);
-  to.gpu = best;
-  to.title = fmt::format("{} -> {} ({} each)", from.gpu->name, best->name,
-                         format_gib(best->capacity_bytes));
-  return to;
-}
-
-// --- Offload ------------------------------------------------------------
-
-std::optional<Step> offload(const Step& from, Offload where) {
-  const Setup& s = from.setup;
-  if (s.offload == where || s.offload == Offload::all) {
-    return std::nullopt;
-  }
-  Step to = from;
-  to.setup.offload = where;
-  if (s.training()) {
-    // DeepSpeed offloads only under ZeRO (stage 2 keeps the weights whole,
-    // stage 3 is needed for offload_param).
-    const int stage =
-        where == Offload::optimizer ? std::max(2, s.zero_stage()) : 3;
-    if (where == Offload::optimizer) {
-      to.title = "offload optimizer states to CPU RAM (ZeRO-Offload)";
-      to.flags = fmt::format(
-          R"(DeepSpeed: "zero_optimization": {{"stage": {}, )"
-          R"("offload_optimizer": {{"device": "cpu", "pin_memory": true}}}})",
-          stage);
-    } else {
-      to.title = "offload weights and optimizer states to CPU RAM";
-      to.flags =
-          fmt::format(R"(DeepSpeed: "zero_optimization": {{"stage": {}, )"
-                      R"("offload_param": {{"device": "cpu"}}, )"
-                      R"("offload_optimizer": {{"device": "cpu"}}}}; )"
-                      R"(FSDP: --fsdp "full_shard auto_wrap offload")",
-                      stage);
-    }
-  } else {
-    to.title = "offload weights to CPU RAM (streamed every step)";
-    to.flags =
-        s.engine == Engine::vllm
-            ? "--cpu-offload-gb N"
-            : R"(device_map="auto", max_memory={0: "..GiB", "cpu": "..GiB"})";
-  }
-  return to;
-}
-
-std::optional<Step> offload_optimizer(const Ctx& /*c*/, const Step& from) {
-  if (!from.setup.training() || from.setup.offload != Offload::none) {
-    return std::nullopt;
-  }
-  return offload(from, Offload::optimizer);
-}
-
-std::optional<Step> offload_all(const Ctx& /*c*/, const Step& from) {
-  return offload(from, from.setup.training() ? Offload::all : Offload::params);
-}
-
-// The table: one row per fix, in cost-class order (the order combinations
-// are applied in; searching fixes last so they search the combined setup).
-constexpr std::array k_fixes = {
-    FixKind{"half-precision", CostClass::free, "dtype", half_precision},
-    FixKind{"flash-attention", CostClass::free, "attn", flash_attention},
-    FixKind{"chunked-loss", CostClass::free, "loss", chunked_loss},
-    FixKind{"optimizer-in-bwd", CostClass::free, "inbwd", optimizer_in_bwd},
-    FixKind{"expandable-segments", CostClass::free, "alloc",
-            expandable_segments, "fragmentation", k_fragmentation_share},
-    FixKind{"checkpointing-selective", CostClass::compute, "ckpt",
-            checkpointing_selective},
-    FixKind{"checkpointing-full", CostClass::compute, "ckpt",
-            checkpointing_full},
-    FixKind{"activation-offload", CostClass::compute, "actoff",
-            activation_offload},
-    FixKind{"zero-stage", CostClass::compute, "zero", zero_up},
-    FixKind{"pipeline-parallel", CostClass::compute, "pp", pipeline},
-    FixKind{"fp8-kv-cache", CostClass::accuracy, "kv", fp8_kv_cache,
-            "kv_cache"},
-    FixKind{"optimizer-8bit", CostClass::accuracy, "optim", optimizer_8bit,
-            "optimizer", k_optimizer_share},
-    FixKind{"pure-bf16", CostClass::accuracy, "precision", pure_bf16},
-    FixKind{"quantize-int8", CostClass::accuracy, "quant", quantize_int8},
-    FixKind{"quantize-fp8", CostClass::accuracy, "quant", quantize_fp8},
-    FixKind{"quantize-4bit", CostClass::accuracy, "quant", quantize_4bit},
-    FixKind{"lora", CostClass::accuracy, "mode", lora_instead},
-    FixKind{"qlora", CostClass::accuracy, "mode", qlora_instead},
-    FixKind{"offload-optimizer", CostClass::offload, "offload",
-            offload_optimizer},
-    FixKind{"cpu-offload", CostClass::offload, "offload", offload_all},
-    FixKind{"bigger-gpu", CostClass::hardware, "card", bigger_gpu},
-    FixKind{"more-gpus", CostClass::hardware, "count", more_gpus},
-    FixKind{"reduce-batch", CostClass::free, "batch", reduce_batch},
-    FixKind{"shorter-seq", CostClass::free, "seq", shorter_seq},
-    FixKind{"max-model-len", CostClass::free, "seq", max_model_len},
-    FixKind{"gpu-util", CostClass::free, "util", gpu_util},
-};
-
-// Whether `kind` applies to a plan with `budget` (fixes aimed at one
-// component are offered only when that component is there).
-bool relevant(const FixKind& kind, const Budget& budget) {
-  if (kind.needs.empty()) {
-    return true;
-  }
-  const Bytes bytes = budget.bytes_of(kind.needs);
-  return bytes > 0 &&
-         static_cast<double>(bytes) >=
-             kind.min_share * static_cast<double>(budget.capacity_bytes);
-}
-
-// Seconds per token, the unit fixes are compared in (a fix may change how
-// many tokens a step holds).
-double seconds_per_token(const StepTime& t) {
-  return t.tokens_per_step > 0 ? t.step_s / t.tokens_per_step : 0;
-}
-
-std::string percent(double factor) {
-  return fmt::format("{:+.0f} % time per token", (factor - 1) * 100);
-}
-
-// Prices the step and words its cost.
-Fix make_fix(const Ctx& c, std::string id, CostClass cost_class,
-             const Step& step, const Priced& priced) {
-  Fix fix;
-  fix.id = std::move(id);
-  fix.title = step.title;
-  fix.setup = priced.setup;
-  fix.gpu = step.gpu;
-  fix.total_bytes = priced.budget.total_bytes();
-  fix.fits = priced.budget.fits();
-  fix.saves_bytes = c.base_total - fix.total_bytes;
-  fix.cost_class = cost_class;
-  fix.engine_flags = step.flags;
-
-  const StepTime t =
-      estimate_time(c.model, *step.gpu, priced.setup, priced.budget);
-  const double before = seconds_per_token(c.base_time);
-  const double after = seconds_per_token(t);
-  fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
-  // The cost in words: what it costs (time, GPUs, host RAM), then what it
-  // changes for the user (global batch, context, accuracy).
-  const bool slower = std::abs(fix.step_factor - 1) >= 0.05;
-  const std::string time = slower ? percent(fix.step_factor) : "";
-  std::string cost;
-  switch (cost_class) {
-    case CostClass::free:
-      cost = join("free", time, ", ");
-      break;
-    case CostClass::compute:
-      cost = percent(fix.step_factor);
-      break;
-    case CostClass::accuracy:
-      cost = time;
-      break;
-    case CostClass::hardware: {
-      const int old_gpus = c.base.total_gpus();
-      const int new_gpus = priced.setup.total_gpus();
-      const double gpu_hours = fix.step_factor * new_gpus / old_gpus;
-      cost = new_gpus != old_gpus
-                 ? fmt::format("+{} GPUs, {:.2f}x GPU-hours per token",
-                               new_gpus - old_gpus, gpu_hours)
-                 : join("bigger card", time, ", ");
-      if (c.base.price > 0 && new_gpus != old_gpus) {
-        cost +=
-            fmt::format(", +${:.2f}/h", c.base.price * (new_gpus - old_gpus));
-      }
-      break;
-    }
-    case CostClass::offload:
-      cost = fmt::format("{} ({:.1f} s per step over PCIe)",
-                         percent(fix.step_factor), t.offload_s);
-      if (priced.budget.host_bytes > 0) {
-        cost += fmt::format(", {} host RAM per node",
-                            format_gib(priced.budget.host_bytes));
-      }
-      break;
-  }
-  fix.cost = join(cost, step.changes, "; ");
-  return fix;
-}
-
-// Within the accuracy class: 8-bit formats risk less than 4-bit ones, and
-// both less than changing the training method.
-int accuracy_risk(std::string_view id) {
-  if (id == "quantize-4bit") {
-    return 2;
-  }
-  if (id == "lora" || id == "combination") {
-    return 3;
-  }
-  if (id == "qlora") {
-    return 4;
-  }
-  return 1;
-}
-
-bool better(const Fix& a, const Fix& b) {
-  if (a.fits != b.fits) {
-    return a.fits;
-  }
-  if (a.cost_class != b.cost_class) {
-    return a.cost_class < b.cost_class;
-  }
-  if (a.cost_class == CostClass::accuracy &&
-      accuracy_risk(a.id) != accuracy_risk(b.id)) {
-    return accuracy_risk(a.id) < accuracy_risk(b.id);
-  }
-  // Within compute, the cheaper slowdown first (in 5 % steps): selective
-  // before full recomputation when both fit.
-  if (a.cost_class == CostClass::compute) {
-    const auto sa = std::lround(a.step_factor * 20);
-    const auto sb = std::lround(b.step_factor * 20);
-    if (sa != sb) {
-      return sa < sb;
-    }
-  }
-  if (a.saves_bytes != b.saves_bytes) {
-    return a.saves_bytes > b.saves_bytes;
-  }
-  return a.id < b.id;
-}
-
-// Applies the fixes `chosen` (indices into k_fixes, ascending) in table order.
-std::optional<Step> apply_all(const Ctx& c, const Step& start,
-                              std::span<const std::size_t> chosen) {
-  Step step = start;
-  std::string title;
-  std::string changes;
-  std::string flags;
-  for (const std::size_t i : chosen) {
-    auto next = k_fixes.at(i).apply(c, step);
-    if (!next) {
-      return std::nullopt;
-    }
-    title = join(title, next->title, " + ");
-    changes = join(changes, next->changes, "; ");
-    flags = join(flags, next->flags, "; ");
-    step = *next;
-  }
-  step.title = title;
-  step.changes = changes;
-  step.flags = flags;
-  return step;
-}
-
-// Ranks a fitting combination: cheapest worst member, then fewest fixes,
-// then cheapest in sum, then fewest GPUs, then the largest saving.
-struct ComboScore {
-  int worst = 0;
-  std::size_t size = 0;
-  int sum = 0;
-  int gpus = 0;
-  Bytes saves = 0;
-  bool operator<(const ComboScore& o) const {
-    if (worst != o.worst) {
-      return worst < o.worst;
-    }
-    if (size != o.size) {
-      return size < o.size;
-    }
-    if (sum != o.sum) {
-      return sum < o.sum;
-    }
-    if (gpus != o.gpus) {
-      return gpus < o.gpus;
-    }
-    return saves > o.saves;
-  }
-};
-
-// Adds the smallest combinations of `applicable` fixes (indices into
-// k_fixes) that fit: pairs, then triples, then quadruples (no two of one
-// group), cheaper in their dearest member than `cheapest_fitting` (the
-// cheapest class a single fix fits with); the best for each cost class of
-// its dearest member. Shorter sequences join only when nothing else works:
-// they change the task.
-void add_combinations(const Ctx& c, const Step& start,
-                      const std::vector<std::size_t>& applicable,
-                      int cheapest_fitting, std::vector<Fix>& fixes) {
-  // The best combination for each cost class of its dearest member, so the
-  // list shows e.g. both "QLoRA + ..." and "more GPUs + ...".
-  constexpr std::size_t k_classes = 5;
-  std::array<std::optional<std::pair<ComboScore, Fix>>, k_classes> best;
-  std::vector<std::size_t> chosen;
-  bool allow_seq = false;
-  auto consider = [&]() {
-    ComboScore score;
-    CostClass worst = CostClass::free;
-    for (const std::size_t i : chosen) {
-      const FixKind& kind = k_fixes.at(i);
-      worst = std::max(worst, kind.cost_class);
-      score.sum +=
-          10 * static_cast<int>(kind.cost_class) +
-          (kind.cost_class == CostClass::accuracy ? accuracy_risk(kind.id) : 0);
-    }
-    score.worst = static_cast<int>(worst);
-    score.size = chosen.size();
-    auto& slot = best.at(static_cast<std::size_t>(worst));
-    if (score.worst >= cheapest_fitting ||
-        (slot && slot->first.size < score.size)) {
-      return;  // a single fix or a smaller combination already does it
-    }
-    const auto step = apply_all(c, start, chosen);
-    if (!step) {
-      return;
-    }
-    const auto priced = price(c.model, *step->gpu, step->setup);
-    if (!priced || !priced->budget.fits()) {
-      return;
-    }
-    score.saves = c.base_total - priced->budget.total_bytes();
-    score.gpus = priced->setup.total_gpus();
-    if (!slot || score < slot->first) {
-      slot.emplace(score, make_fix(c, "combination", worst, *step, *priced));
-    }
-  };
-  const std::size_t n = applicable.size();
-  // Depth-first over subsets of size `size` in table order.
-  auto grow = [&](auto& self, std::size_t from, std::size_t size) -> void {
-    if (chosen.size() == size) {
-      consider();
-      return;
-    }
-    for (std::size_t j = from; j < n; ++j) {
-      const FixKind& kind = k_fixes.at(applicable[j]);
-      const bool clash =
-          (!allow_seq && kind.group == "seq") ||
-          std::any_of(chosen.begin(), chosen.end(), [&](std::size_t i) {
-            return k_fixes.at(i).group == kind.group;
-          });
-      if (clash) {
-        continue;
-      }
-      chosen.push_back(applicable[j]);
-      self(self, j + 1, size);
-      chosen.pop_back();
-    }
-  };
-  for (const bool seq : {false, true}) {
-    allow_seq = seq;
-    for (std::size_t size = 2; size <= 4; ++size) {
-      grow(grow, 0, size);
-    }
-    if (std::any_of(best.begin(), best.end(),
-                    [](const auto& b) { return b.has_value(); })) {
-      break;
-    }
-  }
-  // A free or compute-only combination is the way; when every combination
-  // changes the task, buys hardware or offloads, all routes are shown.
-  bool cheap_found = false;
-  for (auto& b : best) {
-    if (b && !cheap_found) {
-      cheap_found = b->second.cost_class <= CostClass::compute;
-      fixes.push_back(std::move(b->second));
     }
   }
 }
 
 }  // namespace
 
-std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
-  const bool vllm = engine == Engine::vllm;
-  std::vector<Quant> options;
-  if (!vllm) {
-    options.push_back(Quant::int8);
+std::string_view fix_group_name(FixGroup group) {
+  switch (group) {
+    case FixGroup::same_hardware:
+      return "same-hardware";
+    case FixGroup::more_gpus:
+      return "more-gpus";
+    case FixGroup::other_gpus:
+      return "other-gpus";
+    case FixGroup::change_job:
+      return "change-job";
   }
-  // vLLM runs fp8 checkpoints weight-only (Marlin) from Ampere on;
-  // transformers' fp8 kernels (FBGEMM) need fp8 tensor cores.
-  if (gpu.compute_capability >= 80 && (vllm || gpu.fp8_tflops > 0)) {
-    options.push_back(Quant::fp8);
-  }
-  options.push_back(vllm ? Quant::awq : Quant::nf4);
-  return options;
+  return "same-hardware";
 }
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
-                        const std::vector<Gpu>& gpus) {
-  const auto base = price(model, gpu, setup);
-  if (!base) {
+                        const std::vector<Gpu>& cards) {
+  Pricing pricing = price(model, gpu, setup);
+  if (!pricing.priced) {
     return {};
   }
-  const Bytes base_total = base->budget.total_bytes();
-  const bool base_fits = base->budget.fits();
-  if (base_fits && base->setup.engine == Engine::vllm) {
+  const Priced& base = *pricing.priced;
+  const Budget& b = base.budget;
+  const bool vllm = base.setup.engine == Engine::vllm && !base.setup.training();
+  if (vllm && b.fits()) {
     // vLLM sizes its KV pool to gpu-util x capacity by design: a plan that
-    // starts has nothing to fix, and its headroom is the 1 - gpu-util left.
+    // starts has nothing to fix.
     return {};
   }
-  const Ctx c{model, setup, gpus, base_total,
-              estimate_time(model, gpu, base->setup, base->budget)};
-  const Step start{base->setup, &gpu, "", "", ""};
-
+  const Ctx c{model,
+              gpu,
+              setup,
+              base,
+              estimate_time(model, gpu, base.setup, base.budget),
+              cards};
   std::vector<Fix> fixes;
-  std::vector<std::size_t> applicable;  // kinds that change the setup
-  for (std::size_t i = 0; i < k_fixes.size(); ++i) {
-    const FixKind& kind = k_fixes.at(i);
-    if (!relevant(kind, base->budget)) {
-      continue;
-    }
-    const auto step = kind.apply(c, start);
-    if (!step) {
-      continue;
-    }
-    const auto priced = price(model, *step->gpu, step->setup);
-    if (!priced) {
-      continue;
-    }
-    applicable.push_back(i);
-    const Bytes total = priced->budget.total_bytes();
-    const bool now_fits = priced->budget.fits();
-    if (total >= base_total && !(now_fits && !base_fits)) {
-      continue;  // alone a no-op or worse (it may still help in combination)
-    }
-    fixes.push_back(
-        make_fix(c, std::string(kind.id), kind.cost_class, *step, *priced));
+  if (b.fits_with_margin()) {
+    // Fits, but tight: the cheapest way to the comfortable headroom.
+    same_hardware(c, k_advise_headroom_share, fixes);
+  } else {
+    same_hardware(c, std::nullopt, fixes);
+    more_gpus(c, fixes);
+    other_gpus(c, fixes);
+    change_job(c, fixes);
   }
-
-  // Combinations, when no single fix fits or only dearer ones do. A shorter
-  // sequence changes the task, so a fitting one does not stand in for a
-  // combination that keeps it.
-  int cheapest_fitting = static_cast<int>(CostClass::offload) + 1;
-  for (const Fix& f : fixes) {
-    if (f.fits && f.id != "shorter-seq" && f.id != "max-model-len") {
-      cheapest_fitting =
-          std::min(cheapest_fitting, static_cast<int>(f.cost_class));
-    }
-  }
-  if (!base_fits && applicable.size() >= 2) {
-    add_combinations(c, start, applicable, cheapest_fitting, fixes);
-  }
-  std::sort(fixes.begin(), fixes.end(), better);
   for (std::size_t i = 0; i < fixes.size(); ++i) {
     fixes[i].rank = static_cast<int>(i + 1);
   }

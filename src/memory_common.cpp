@@ -1,5 +1,6 @@
 #include "memory_internal.hpp"
 
+#include "oomplan/capability.hpp"
 #include "oomplan/memory.hpp"
 
 #include <algorithm>
@@ -31,7 +32,7 @@ std::int64_t moe_layers_before(const Model& m, std::int64_t end) {
 double linear_bytes(Quant quant, double params, double rows, double dtype,
                     bool block_fp8) {
   switch (quant) {
-    case Quant::automatic:
+    case Quant::automatic:  // never in a Resolved
     case Quant::none:
       return params * dtype;
     case Quant::int8:
@@ -120,19 +121,17 @@ Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc) {
   return {up(part, 128), up(hidden, 256), false};
 }
 
-Bytes weight_bytes(const Model& model, const Setup& setup,
+Bytes weight_bytes(const Model& model, const Resolved& setup,
                    const WeightShare& share) {
   const Model& m = model;
   const ParamCounts c = count_params(m);
   const double dtype = dtype_bytes(setup.dtype);
-  const double tp = std::max(1, setup.tp);
-  Quant quant = setup.quant;
-  if (quant == Quant::automatic) {
-    quant = setup.mode == Mode::qlora ? Quant::nf4 : m.checkpoint_quant;
-  }
-  // DeepSeek's own FP8 checkpoint is block-scaled; --quant fp8 on any other
-  // model is vLLM's online per-tensor quantization.
-  const bool block_fp8 = setup.quant == Quant::automatic &&
+  const double tp = setup.tp;
+  const Quant quant = setup.quant;
+  // DeepSeek's own FP8 checkpoint is block-scaled, whether fp8 came from
+  // --quant auto or --quant fp8; fp8 on any other model is vLLM's online
+  // per-tensor quantization.
+  const bool block_fp8 = quant == Quant::fp8 &&
                          m.checkpoint_quant == Quant::fp8 &&
                          m.model_type.rfind("deepseek", 0) == 0;
 
@@ -266,12 +265,11 @@ Bytes weight_bytes(const Model& model, const Setup& setup,
   return saturated_bytes(bytes);
 }
 
-Bytes kv_bytes_per_token(const Model& model, const Setup& setup,
+Bytes kv_bytes_per_token(const Model& model, const Resolved& setup,
                          std::int64_t layer_begin, std::int64_t layer_end) {
   const Model& m = model;
-  const Bytes bytes =
-      setup.kv_dtype ? dtype_bytes(*setup.kv_dtype) : dtype_bytes(setup.dtype);
-  const std::int64_t tp = std::max(1, setup.tp);
+  const Bytes bytes = dtype_bytes(setup.kv_dtype);
+  const std::int64_t tp = setup.tp;
   Bytes per_layer = 0;
   if (m.kv_lora_rank > 0) {
     // MLA caches one latent "head" of kv_lora_rank + qk_rope_head_dim per
@@ -287,7 +285,7 @@ Bytes kv_bytes_per_token(const Model& model, const Setup& setup,
   return per_layer * n;
 }
 
-Bytes kv_cache_bytes(const Model& model, const Setup& setup,
+Bytes kv_cache_bytes(const Model& model, const Resolved& setup,
                      std::int64_t layer_begin, std::int64_t layer_end,
                      std::int64_t batch, std::int64_t seq) {
   const Model& m = model;
@@ -307,16 +305,17 @@ Bytes kv_cache_bytes(const Model& model, const Setup& setup,
   return saturated_bytes(per_layer * tokens * static_cast<double>(batch));
 }
 
-Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup) {
-  if (setup.overhead_gib >= 0) {
-    return saturated_bytes(setup.overhead_gib * static_cast<double>(k_gib));
+Bytes runtime_overhead_bytes(const Gpu& gpu, const Resolved& setup) {
+  if (setup.overhead_gib) {
+    return saturated_bytes(*setup.overhead_gib * static_cast<double>(k_gib));
   }
   // CUDA context with lazy module loading (CUDA >= 11.7): ~400 MB per process
   // (pytorch/pytorch#109888, ptrblck; catalog_facts.md Part 3 cuda_context).
   Bytes bytes = 400 * k_mib;
   // cuBLAS workspace: 32 MiB on Hopper and newer, :4096:2:16:8 = 8.125 MiB
   // before (aten/src/ATen/cuda/CublasHandlePool.cpp, pytorch#89027).
-  bytes += gpu.compute_capability >= 90 ? 32 * k_mib : 8 * k_mib + 128 * k_kib;
+  bytes += gpu.compute_capability >= k_cc_hopper ? 32 * k_mib
+                                                 : 8 * k_mib + 128 * k_kib;
   // NCCL communicator buffers when GPUs talk: 342 MiB for 2 GPUs, 392 MiB for
   // 4 and more (aiconfigurator systems/h100_sxm.yaml misc.nccl_mem).
   // Inference talks only within a tp x pp group (data-parallel replicas and

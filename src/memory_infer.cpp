@@ -1,5 +1,7 @@
 #include "memory_internal.hpp"
 
+#include "oomplan/capability.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -55,7 +57,7 @@ Range pp_range(std::int64_t layers, int pp, int stage) {
 // infer_auto_device_map): each GPU but the last gets a budget of
 // model bytes / n plus the largest layer, filled with whole layers in order;
 // the last GPU takes the rest and the lm_head.
-std::vector<Range> split_ranges(const Model& m, const Setup& s) {
+std::vector<Range> split_ranges(const Model& m, const Resolved& s) {
   const int n = std::max(1, s.gpus);
   const std::int64_t layers = m.num_layers;
   const Bytes total = weight_bytes(m, s, WeightShare{0, layers, true, true});
@@ -112,9 +114,9 @@ struct HfStage {
 // Largest transient of one decoder layer during prefill of `batch` sequences
 // of `seq` tokens (PyTorch eager, transformers modeling code), plus the
 // hidden-state buffers that live across layers.
-Bytes hf_prefill_activations(const Model& m, const Setup& s) {
+Bytes hf_prefill_activations(const Model& m, const Resolved& s) {
   const double d = dtype_bytes(s.dtype);
-  const int tp = std::max(1, s.tp);
+  const int tp = s.tp;
   const double b = dbl(s.batch);
   const double seq = dbl(s.seq);
   const double t = b * seq;
@@ -174,12 +176,12 @@ Bytes hf_prefill_activations(const Model& m, const Setup& s) {
 // GenerationMixin keeps only the last position's logits in prefill
 // (logits_to_keep=1 since transformers 4.45): b x vocab in dtype from
 // lm_head, plus the fp32 copy _sample() takes.
-Bytes hf_logits(const Model& m, const Setup& s) {
+Bytes hf_logits(const Model& m, const Resolved& s) {
   return saturated_bytes(dbl(s.batch) * dbl(m.vocab_size) *
                          (dtype_bytes(s.dtype) + 4.0));
 }
 
-HfStage hf_stage(const Model& m, const Setup& s, const Range& r) {
+HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
   HfStage st;
   st.weights = weight_bytes(m, s, share_of(r));
   if (m.num_decoder_layers > 0) {
@@ -196,11 +198,11 @@ HfStage hf_stage(const Model& m, const Setup& s, const Range& r) {
   return st;
 }
 
-void add_hf(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
+void add_hf(const Model& m, const Gpu& gpu, const Resolved& s, Budget& budget) {
   const Bytes overhead = runtime_overhead_bytes(gpu, s);
   // PyTorch caching allocator: reserved-but-unallocated share of the tensors
   // (catalog_facts.md Part 3: 2-5 % for inference).
-  const double reserve = s.reserve >= 0 ? s.reserve : 0.05;
+  const double reserve = s.reserve.value_or(0.05);
   auto stage_total = [&](const HfStage& st) {
     const Bytes alloc = st.weights + st.kv + st.activations + st.logits;
     return alloc + saturated_bytes(reserve * dbl(alloc)) + overhead;
@@ -285,10 +287,10 @@ struct VllmStage {
 // a forward pass over a dummy batch of max_num_batched_tokens tokens, then,
 // on the last pipeline stage, the dummy sampler run over max_num_seqs rows
 // while the forward's hidden states are still referenced.
-Bytes vllm_activation(const Model& m, const Gpu& gpu, const Setup& s,
+Bytes vllm_activation(const Model& m, const Gpu& gpu, const Resolved& s,
                       const Range& r) {
   const double d = dtype_bytes(s.dtype);
-  const int tp = std::max(1, s.tp);
+  const int tp = s.tp;
   const double t = dbl(s.max_num_batched_tokens);
   const double h = dbl(m.hidden_size);
   const double matrices = m.mlp == MlpKind::gated ? 3.0 : 2.0;
@@ -362,7 +364,7 @@ Bytes vllm_activation(const Model& m, const Gpu& gpu, const Setup& s,
 
 // Memory outside PyTorch's allocator after the profile run (CUDA context,
 // cuBLAS, NCCL, custom all-reduce buffers), as vLLM reports it.
-Bytes vllm_non_torch(const Gpu& gpu, const Setup& s) {
+Bytes vllm_non_torch(const Gpu& gpu, const Resolved& s) {
   const double gib = dbl(k_gib);
   if (s.vllm_version == VllmEra::v0) {
     // V0 worker.py counted 1.79 GiB at TP1 and 3.58 GiB at TP2 on an 80 GB
@@ -392,7 +394,7 @@ Bytes vllm_non_torch(const Gpu& gpu, const Setup& s) {
 // CUDA-graph pool captured after the KV cache (0 with --enforce-eager): a
 // fixed part plus a per-layer part that shrinks with tp; fit to the v0.19
 // H100 logs (0.51 GiB at 8 layers to 1.79 GiB at 80 layers).
-Bytes vllm_cuda_graphs(const Model& m, const Setup& s, const Range& r) {
+Bytes vllm_cuda_graphs(const Model& m, const Resolved& s, const Range& r) {
   if (s.enforce_eager) {
     return 0;
   }
@@ -427,7 +429,7 @@ Bytes vllm_cuda_graphs(const Model& m, const Setup& s, const Range& r) {
 // KV bytes one request of `len` tokens needs on this worker
 // (kv_cache_interface.py FullAttentionSpec / SlidingWindowSpec
 // max_memory_usage_bytes).
-double vllm_needed(const Model& m, const Setup& s, const VllmStage& st,
+double vllm_needed(const Model& m, const Resolved& s, const VllmStage& st,
                    std::int64_t len) {
   const double block = dbl(k_block * st.layer_token);
   double need = dbl(st.full_layers) * dbl(ceil_div(len, k_block)) * block;
@@ -442,7 +444,8 @@ double vllm_needed(const Model& m, const Setup& s, const VllmStage& st,
 
 // Largest max_model_len whose KV fits in this worker's pool (vLLM's
 // estimate_max_model_len), capped at the model's context.
-std::int64_t vllm_max_len(const Model& m, const Setup& s, const VllmStage& st) {
+std::int64_t vllm_max_len(const Model& m, const Resolved& s,
+                          const VllmStage& st) {
   if (st.available <= 0 || st.layer_token <= 0) {
     return 0;
   }
@@ -462,7 +465,7 @@ std::int64_t vllm_max_len(const Model& m, const Setup& s, const VllmStage& st) {
   return lo;
 }
 
-VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Setup& s,
+VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Resolved& s,
                      const Range& r, Bytes requested) {
   VllmStage st;
   WeightShare share = share_of(r);
@@ -546,7 +549,8 @@ std::string gib_text(double bytes) {
   return fixed2(bytes / dbl(k_gib));
 }
 
-void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
+void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
+              Budget& budget) {
   // requested_memory = gpu_memory_utilization x total (gpu_worker.py).
   const Bytes requested =
       static_cast<Bytes>(s.gpu_util * dbl(gpu.capacity_bytes));
@@ -625,8 +629,7 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
               " is not supported for the current GPU. Minimum capability: " +
               std::to_string(need_cc) + ". Current capability: " +
               std::to_string(gpu.compute_capability) + ".";
-  } else if (gpu.compute_capability > 0 && gpu.compute_capability < 80 &&
-             s.dtype == Dtype::bf16) {
+  } else if (!runs_bf16(gpu) && s.dtype == Dtype::bf16) {
     // platforms/cuda.py check_if_supports_dtype, at worker start-up.
     p.error =
         "Bfloat16 is only supported on GPUs with compute capability of at "
@@ -703,17 +706,16 @@ void add_vllm(const Model& m, const Gpu& gpu, const Setup& s, Budget& budget) {
 
 }  // namespace
 
-void add_inference(const Model& model, const Gpu& gpu, const Setup& setup,
+void add_inference(const Model& model, const Gpu& gpu, const Resolved& setup,
                    Budget& budget) {
   const Model& m = model;
-  const Setup& s = setup;
+  const Resolved& s = setup;
   if (s.engine == Engine::vllm) {
     add_vllm(m, gpu, s, budget);
   } else {
     add_hf(m, gpu, s, budget);
   }
 
-  const int cc = gpu.compute_capability;
   if (m.kv_lora_rank == 0 && m.num_kv_heads > 0 && m.num_kv_heads < s.tp) {
     budget.warnings |= static_cast<unsigned>(Warning::kv_replicated);
   }
@@ -727,17 +729,13 @@ void add_inference(const Model& model, const Gpu& gpu, const Setup& setup,
   if ((s.tp > 1 || s.pp > 1) && gpu.nvlink_gb_s <= 0) {
     budget.warnings |= static_cast<unsigned>(Warning::no_nvlink);
   }
-  const bool fp8 =
-      s.quant == Quant::fp8 || (s.kv_dtype && *s.kv_dtype == Dtype::fp8);
-  if (fp8 && cc > 0 && cc < 89) {
+  const bool fp8 = s.quant == Quant::fp8 || s.kv_dtype == Dtype::fp8;
+  if (fp8 && below(gpu, k_cc_fp8_tensor_cores)) {
     budget.warnings |= static_cast<unsigned>(Warning::fp8_emulated);
   }
-  if (s.engine == Engine::hf && s.attn == Attn::flash && cc > 0 && cc < 80) {
+  if (s.engine == Engine::hf && s.attn == Attn::flash &&
+      !runs_flash_attention(gpu)) {
     budget.warnings |= static_cast<unsigned>(Warning::flash_unsupported);
-  }
-  if (budget.fits() &&
-      dbl(budget.headroom_bytes()) < 0.05 * dbl(budget.capacity_bytes)) {
-    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
   }
 }
 

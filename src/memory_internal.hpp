@@ -9,12 +9,12 @@ namespace oomplan {
 
 // Inference: weights, KV cache, prefill activations, logits, overhead (engine
 // hf or vllm).
-void add_inference(const Model& model, const Gpu& gpu, const Setup& setup,
+void add_inference(const Model& model, const Gpu& gpu, const Resolved& setup,
                    Budget& budget);
 
 // Training (full, lora, qlora): model states, activations, logits, overhead,
 // timeline peak.
-void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
+void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
                   Budget& budget);
 
 // vLLM's MXFP4 MoE expert shapes on one GPU for a card's compute capability

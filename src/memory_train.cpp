@@ -23,6 +23,8 @@
 
 #include "memory_internal.hpp"
 
+#include "oomplan/capability.hpp"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -76,7 +78,7 @@ struct Needs {
   bool down_in = true;
 };
 
-Needs needs_of(const Setup& setup) {
+Needs needs_of(const Resolved& setup) {
   if (setup.mode == Mode::full) {
     return {};
   }
@@ -110,7 +112,7 @@ bool has_dropout(const Model& model) {
 // upcasts: pow() saves the fp32 copy of the input and `weight * x_normed`
 // saves the normalised 16-bit tensor when the weight trains. torch.compile
 // fuses the norm into one kernel that saves only its input.
-double norm_saved(const Model& model, const Setup& setup, const Needs& needs,
+double norm_saved(const Model& model, const Resolved& setup, const Needs& needs,
                   double d) {
   if (model.norm == NormKind::layer_norm || setup.compile) {
     return d;
@@ -123,7 +125,7 @@ double norm_saved(const Model& model, const Setup& setup, const Needs& needs,
 // or, without dropout, HF's fp32 softmax and its 16-bit cast
 // (softmax(..., dtype=float32).to(dtype)). Selective recomputation drops
 // exactly this term; flash and sdpa never store it.
-double layer_scores_bytes(const Model& model, const Setup& setup,
+double layer_scores_bytes(const Model& model, const Resolved& setup,
                           const Dims& dm) {
   if (setup.attn != Attn::eager) {
     return 0;
@@ -141,7 +143,7 @@ double layer_scores_bytes(const Model& model, const Setup& setup,
 // the terms add up to exactly 34 sbh + 5 as^2 b; tensor parallelism shards
 // all but the norms and dropout masks (10 sbh), sequence parallelism those
 // too (Table 2, rows 2-3).
-double layer_activation_bytes(const Model& model, const Setup& setup,
+double layer_activation_bytes(const Model& model, const Resolved& setup,
                               const Dims& dm, bool moe) {
   const Needs needs = needs_of(setup);
   const double d = dm.d;
@@ -250,7 +252,7 @@ double layer_backward_bytes(const Model& model, const Dims& dm, bool moe) {
 // uint8 codes with per-block absmax; its 32-bit paged AdamW keeps fp32
 // states whatever the parameter dtype; SGD one momentum buffer; Adafactor
 // (transformers, beta1 None) fp32 row and column factors of v.
-double state_bytes_per_param(const Setup& setup, double hidden) {
+double state_bytes_per_param(const Resolved& setup, double hidden) {
   const double pd = setup.precision == Precision::mixed
                         ? 4.0
                         : static_cast<double>(dtype_bytes(setup.dtype));
@@ -284,7 +286,7 @@ bool paged(Optimizer optimizer) {
 // projection (peft LoraLayer: lora_A in x r, lora_B r x out). On MoE layers
 // gate/up/down adapters go on every expert (PEFT "all-linear" wraps each
 // expert's nn.Linear) and on the shared experts.
-double lora_layer_params(const Model& model, const Setup& setup, bool moe) {
+double lora_layer_params(const Model& model, const Resolved& setup, bool moe) {
   const double r = setup.lora_rank;
   const double h = as_double(model.hidden_size);
   const unsigned t = setup.lora_targets;
@@ -361,12 +363,12 @@ struct StageResult {
 };
 
 // The training timeline of one pipeline stage on one GPU.
-StageResult train_stage(const Model& model, const Setup& setup,
+StageResult train_stage(const Model& model, const Resolved& setup,
                         const ParamCounts& counts, int stage) {
   const int pp = setup.pp;
   const double t = setup.tp;
   const double dp = std::max(1, setup.dp());
-  const int zero = setup.zero_stage();
+  const int zero = setup.zero;
   const bool full = setup.mode == Mode::full;
   const bool first = stage == 0;
   const bool last = stage == pp - 1;
@@ -401,10 +403,18 @@ StageResult train_stage(const Model& model, const Setup& setup,
       }
     }
   } else {
+    // Layers of one kind (dense, MoE, encoder-decoder cross) hold the same
+    // parameters: count each kind once.
+    double kinds[3] = {-1, -1, -1};
     for (std::int64_t l = begin; l < end; ++l) {
-      const double p = as_double(layer_params(model, l));
-      layer_sum += p;
-      largest_layer = std::max(largest_layer, p);
+      const std::size_t kind = l >= model.num_layers    ? 2
+                               : is_moe_layer(model, l) ? 1
+                                                        : 0;
+      if (kinds[kind] < 0) {
+        kinds[kind] = as_double(layer_params(model, l));
+      }
+      layer_sum += kinds[kind];
+      largest_layer = std::max(largest_layer, kinds[kind]);
     }
   }
   const double stage_params =
@@ -427,16 +437,12 @@ StageResult train_stage(const Model& model, const Setup& setup,
     // Frozen base through the shared weight term (NF4 + double quantization
     // for QLoRA, embeddings and lm_head unquantized), sharded by ZeRO-3/FSDP
     // (FSDP+QLoRA shards the quantized storage, bnb_4bit_quant_storage).
-    Setup base = setup;
-    if (base.quant == Quant::automatic) {
-      base.quant = setup.mode == Mode::qlora ? Quant::nf4 : Quant::none;
-    }
     const WeightShare share{.layer_begin = begin,
                             .layer_end = end,
                             .embedding = first,
                             .lm_head = last};
     const double w =
-        as_double(weight_bytes(model, base, share)) / (zero >= 3 ? dp : 1.0);
+        as_double(weight_bytes(model, setup, share)) / (zero >= 3 ? dp : 1.0);
     (offload_params ? w_host : w_gpu) = w;
     double adapters = 0;
     for (std::int64_t l = begin; l < end; ++l) {
@@ -605,15 +611,11 @@ StageResult train_stage(const Model& model, const Setup& setup,
     // 4 B x largest layer). Frozen bases gather in their stored format.
     double layer_w = largest * d;
     if (!full) {
-      Setup base = setup;
-      if (base.quant == Quant::automatic) {
-        base.quant = setup.mode == Mode::qlora ? Quant::nf4 : Quant::none;
-      }
       const WeightShare one{.layer_begin = begin,
                             .layer_end = begin + 1,
                             .embedding = false,
                             .lm_head = false};
-      layer_w = as_double(weight_bytes(model, base, one));
+      layer_w = as_double(weight_bytes(model, setup, one));
     }
     // DeepSpeed is modelled at the HF "auto" settings (prefetch bucket
     // 0.9 h^2, reduce bucket h^2); its stage3_max_live_parameters (1e9) can
@@ -792,8 +794,8 @@ StageResult train_stage(const Model& model, const Setup& setup,
 
 // Static formula text for each component (DESIGN: written next to the
 // arithmetic).
-std::string_view weights_formula(const Setup& setup) {
-  const bool z3 = setup.zero_stage() >= 3;
+std::string_view weights_formula(const Resolved& setup) {
+  const bool z3 = setup.zero >= 3;
   switch (setup.mode) {
     case Mode::full:
       return z3 ? "params / (tp x pp x dp) x dtype bytes (ZeRO-3 shard)"
@@ -812,7 +814,7 @@ std::string_view weights_formula(const Setup& setup) {
   return "";
 }
 
-std::string_view activations_formula(const Setup& setup) {
+std::string_view activations_formula(const Resolved& setup) {
   switch (setup.checkpointing) {
     case Checkpointing::full:
       return "layers x tokens x hidden x dtype (checkpointed inputs) + one "
@@ -827,7 +829,7 @@ std::string_view activations_formula(const Setup& setup) {
          "RMSNorm/SwiGLU/GQA terms)";
 }
 
-std::string_view optimizer_formula(const Setup& setup) {
+std::string_view optimizer_formula(const Resolved& setup) {
   switch (setup.optimizer) {
     case Optimizer::adamw:
       return setup.precision == Precision::mixed
@@ -851,13 +853,13 @@ std::string_view optimizer_formula(const Setup& setup) {
 
 }  // namespace
 
-void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
+void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
                   Budget& budget) {
   const ParamCounts counts = count_params(model);
 
   // The most loaded pipeline stage decides the plan; every stage is listed
   // when pp > 1.
-  const double reserve = setup.reserve >= 0 ? setup.reserve : k_train_reserve;
+  const double reserve = setup.reserve.value_or(k_train_reserve);
   const Bytes overhead = runtime_overhead_bytes(gpu, setup);
 
   StageResult worst;
@@ -928,7 +930,7 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
              optimizer_formula(setup));
   if (buffers > 0) {
     budget.add("buffers", buffers,
-               setup.zero_stage() >= 3
+               setup.zero >= 3
                    ? "gathered layer + prefetched layer + unsharded layer "
                      "grads (ZeRO-3/FSDP)"
                    : "communication buckets / dequantized NF4 weight");
@@ -946,7 +948,6 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
 
   // Conditions the report explains (the same tests as inference, plus
   // sharded data parallelism over PCIe).
-  const int cc = gpu.compute_capability;
   if (setup.attn == Attn::eager) {
     budget.warnings |= static_cast<unsigned>(Warning::eager_attention_s2);
   }
@@ -954,11 +955,11 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
       setup.seq > model.max_position_embeddings) {
     budget.warnings |= static_cast<unsigned>(Warning::seq_beyond_context);
   }
-  const bool sharded_dp = setup.dp() > 1 && setup.zero_stage() >= 1;
+  const bool sharded_dp = setup.dp() > 1 && setup.zero >= 1;
   if ((setup.tp > 1 || setup.pp > 1 || sharded_dp) && gpu.nvlink_gb_s <= 0) {
     budget.warnings |= static_cast<unsigned>(Warning::no_nvlink);
   }
-  if (setup.attn == Attn::flash && cc > 0 && cc < 80) {
+  if (setup.attn == Attn::flash && !runs_flash_attention(gpu)) {
     budget.warnings |= static_cast<unsigned>(Warning::flash_unsupported);
   }
 
@@ -966,10 +967,6 @@ void add_training(const Model& model, const Gpu& gpu, const Setup& setup,
   budget.peak.reserved_bytes = allocated + fragmentation;
   budget.peak.device_bytes = budget.total_bytes();
   budget.peak.phase = worst.phase;
-  if (budget.fits() && static_cast<double>(budget.headroom_bytes()) <
-                           0.05 * static_cast<double>(budget.capacity_bytes)) {
-    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
-  }
 }
 
 }  // namespace oomplan

@@ -1,5 +1,8 @@
 #include "oomplan/report.hpp"
 
+#include "report_internal.hpp"
+
+#include "oomplan/options.hpp"
 #include "oomplan/units.hpp"
 
 #include <fmt/format.h>
@@ -62,110 +65,10 @@ std::string bar(Bytes part, Bytes whole) {
   return out;
 }
 
-// The weight format the plan uses, `auto` resolved as the core resolves it
-// (the sizing header shows the user's unresolved setup).
-Quant shown_quant(const Model& model, const Setup& setup) {
-  return resolve_setup(model, setup).quant;
-}
-
-std::string weights_text(const Model& model, const Setup& setup) {
-  const Quant quant = shown_quant(model, setup);
-  return quant == Quant::none ? std::string(dtype_name(setup.dtype))
-                              : std::string(quant_name(quant));
-}
-
-Dtype kv_dtype(const Setup& setup) {
-  return setup.kv_dtype.value_or(setup.dtype);
-}
-
-std::string billions(std::int64_t params) {
-  return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
-}
-
 // The exact count from the architecture (the catalog's official figures are
 // often rounded, e.g. 70.6B for 70,553,706,496).
 std::int64_t total_params(const Model& model) {
   return count_params(model).total();
-}
-
-// One line with every setting that shapes this plan.
-std::string setup_line(const Model& model, const Gpu* gpu, const Setup& s) {
-  std::string line =
-      fmt::format("{} ({} params)", model.name, billions(total_params(model)));
-  if (gpu != nullptr) {
-    if (s.nodes > 1) {
-      fmt::format_to(std::back_inserter(line), " on {} nodes x {} {}", s.nodes,
-                     s.gpus, gpu->name);
-    } else {
-      fmt::format_to(std::back_inserter(line), " on {} x {}", s.gpus,
-                     gpu->name);
-    }
-  }
-  fmt::format_to(std::back_inserter(line), ": {}", mode_name(s.mode));
-  if (!s.training()) {
-    fmt::format_to(std::back_inserter(line), " ({})", engine_name(s.engine));
-  }
-  fmt::format_to(std::back_inserter(line), ", seq {}, batch {}, {}, weights {}",
-                 s.seq, s.batch, dtype_name(s.dtype), weights_text(model, s));
-  if (!s.training()) {
-    fmt::format_to(std::back_inserter(line), ", kv {}",
-                   dtype_name(kv_dtype(s)));
-  }
-  if (s.split_layers) {
-    line += ", split layers";
-  } else if (s.tp > 0) {
-    fmt::format_to(std::back_inserter(line), ", tp {}, pp {}, dp {}", s.tp,
-                   s.pp, s.dp());
-  }
-  if (s.sequence_parallel) {
-    line += ", sequence parallel";
-  }
-  if (s.training()) {
-    if (s.fsdp) {
-      line += ", fsdp";
-    } else {
-      fmt::format_to(std::back_inserter(line), ", zero {}", s.zero);
-    }
-    fmt::format_to(std::back_inserter(line), ", {} precision, {}",
-                   precision_name(s.precision), optimizer_name(s.optimizer));
-    if (s.optimizer_in_bwd) {
-      line += " in backward";
-    }
-    if (s.mode == Mode::lora || s.mode == Mode::qlora) {
-      fmt::format_to(std::back_inserter(line), ", lora rank {} on {}",
-                     s.lora_rank, lora_targets_text(s.lora_targets));
-    }
-    fmt::format_to(std::back_inserter(line), ", checkpointing {}",
-                   checkpointing_name(s.checkpointing));
-    if (s.grad_accum > 1) {
-      fmt::format_to(std::back_inserter(line), ", grad-accum {}", s.grad_accum);
-    }
-    if (s.loss == Loss::chunked) {
-      line += ", chunked loss";
-    }
-    if (s.activation_offload) {
-      line += ", activation offload";
-    }
-    if (s.compile) {
-      line += ", compiled";
-    }
-  }
-  if (s.offload != Offload::none) {
-    fmt::format_to(std::back_inserter(line), ", offload {}",
-                   offload_name(s.offload));
-  }
-  if (s.engine == Engine::hf || s.training()) {
-    fmt::format_to(std::back_inserter(line), ", attn {}", attn_name(s.attn));
-  }
-  if (s.engine == Engine::vllm && !s.training()) {
-    fmt::format_to(std::back_inserter(line),
-                   ", gpu-util {}, max-model-len {}, max-num-seqs {}",
-                   s.gpu_util, s.max_model_len, s.max_num_seqs);
-    if (s.enforce_eager) {
-      line += ", enforce-eager";
-    }
-  }
-  return line;
 }
 
 std::string yes_no(bool value) {
@@ -225,7 +128,37 @@ std::string time_text(const Plan& plan) {
 
 std::string fix_args(const Plan& plan, const Fix& fix) {
   const Gpu& gpu = fix.gpu != nullptr ? *fix.gpu : *plan.gpu;
-  return plan_args(plan.model_arg, gpu, fix.setup);
+  return plan_args(plan.model_arg, *plan.model, gpu, fix.request);
+}
+
+std::vector<std::string> fix_argv(const Plan& plan, const Fix& fix) {
+  const Gpu& gpu = fix.gpu != nullptr ? *fix.gpu : *plan.gpu;
+  return plan_argv(plan.model_arg, *plan.model, gpu, fix.request);
+}
+
+// A group's heading in the text report.
+std::string_view group_heading(FixGroup group) {
+  switch (group) {
+    case FixGroup::same_hardware:
+      return "on the same GPUs, the same job:";
+    case FixGroup::more_gpus:
+      return "on more of the same GPUs:";
+    case FixGroup::other_gpus:
+      return "on other GPUs:";
+    case FixGroup::change_job:
+      return "changing the job:";
+  }
+  return "";
+}
+
+// The launch blocks as one line (the JSON's engine_flags).
+std::string launch_line(const Fix& fix) {
+  std::string out;
+  for (const LaunchBlock& b : fix.launch) {
+    out += out.empty() ? "" : "; ";
+    out += b.framework + ": " + b.text;
+  }
+  return out;
 }
 
 // A Markdown table cell: a literal '|' would end the cell.
@@ -256,10 +189,56 @@ bool has_stages(const Plan& plan) {
 
 }  // namespace
 
+std::string billions(std::int64_t params) {
+  return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
+}
+
+std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
+                       const Resolved& setup) {
+  std::string line =
+      fmt::format("{} ({} params)", model.name, billions(total_params(model)));
+  if (gpu != nullptr) {
+    if (setup.nodes > 1) {
+      fmt::format_to(std::back_inserter(line), " on {} nodes x {} {}",
+                     setup.nodes, setup.gpus, gpu->name);
+    } else {
+      fmt::format_to(std::back_inserter(line), " on {} x {}", setup.gpus,
+                     gpu->name);
+    }
+  }
+  const Gpu none;
+  const OptionContext context{model, gpu != nullptr ? *gpu : none, request,
+                              setup};
+  std::string_view separator = ": ";
+  for (const OptionRow& row : option_rows()) {
+    if (gpu == nullptr && row.group == OptionGroup::hardware) {
+      continue;
+    }
+    const std::string part = row.describe(context);
+    if (!part.empty()) {
+      line += separator;
+      line += part;
+      separator = ", ";
+    }
+  }
+  return line;
+}
+
+Json setup_json(const Model& model, const Gpu& gpu, const Setup& request,
+                const Resolved& setup) {
+  const OptionContext context{model, gpu, request, setup};
+  Json out = Json::object();
+  for (const OptionRow& row : option_rows()) {
+    std::visit([&](const auto& value) { out[std::string(row.key)] = value; },
+               row.json(context));
+  }
+  return out;
+}
+
 std::vector<std::string> warning_texts(const Plan& plan) {
   std::vector<std::string> texts;
   const Budget& b = plan.budget;
-  const Setup& s = plan.setup;
+  const Resolved& s = plan.setup;
   const std::string gpu_name = plan.gpu != nullptr ? plan.gpu->name : "GPU";
   if (b.has(Warning::no_nvlink)) {
     texts.push_back(fmt::format(
@@ -307,15 +286,24 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         gpu_name));
   }
   if (b.has(Warning::host_memory)) {
-    texts.push_back(fmt::format(
-        "offloading needs {} GiB of CPU RAM per node (pinned buffers "
-        "included)",
-        gib(b.host_bytes)));
+    texts.push_back(
+        b.host_capacity_bytes
+            ? fmt::format("offloading needs {} GiB of CPU RAM per node "
+                          "(pinned buffers included) of the node's {} GiB",
+                          gib(b.host_bytes), gib(*b.host_capacity_bytes))
+            : fmt::format("offloading needs {} GiB of CPU RAM per node "
+                          "(pinned buffers included); --host-ram checks it",
+                          gib(b.host_bytes)));
   }
   if (b.has(Warning::low_headroom)) {
-    texts.push_back(
-        "less than 5 % headroom: a longer prompt, a larger batch or allocator "
-        "fragmentation may still run out of memory");
+    texts.push_back(fmt::format(
+        "less than the {} GiB margin free ({}): a longer prompt, a larger "
+        "batch or allocator fragmentation may still run out of memory",
+        gib(b.margin_bytes),
+        plan.request.min_headroom_gib || plan.request.min_headroom_share
+            ? std::string("--min-headroom")
+            : fmt::format("{:.0f} % of the card, the default --min-headroom",
+                          k_low_headroom_share * 100)));
   }
   if (b.has(Warning::flash_unsupported)) {
     texts.push_back(fmt::format(
@@ -329,10 +317,10 @@ std::vector<std::string> warning_texts(const Plan& plan) {
 std::string render_text(const Plan& plan, const RenderOptions& options) {
   const Style st{options.color};
   const Budget& b = plan.budget;
-  const Setup& s = plan.setup;
+  const Resolved& s = plan.setup;
   Lines put;
 
-  put(st.bold(setup_line(*plan.model, plan.gpu, s)));
+  put(st.bold(setup_line(*plan.model, plan.gpu, plan.request, s)));
   put("");
   put(fmt::format("{:<16}{:>9}  {:>8}", "per GPU", "GiB", "of card"));
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -413,7 +401,12 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
     put("fixes, best first (each re-priced by the same model):");
     put(fmt::format("  {:>2}  {:>13}  {:<5} {}", "#", "new peak", "fits",
                     "fix"));
+    std::optional<FixGroup> group;
     for (const Fix& fix : plan.fixes) {
+      if (group != fix.group) {
+        group = fix.group;
+        put(fmt::format("  {}", group_heading(fix.group)));
+      }
       const std::string fits = yes_no(fix.fits);
       put(fmt::format("  {:>2}  {:>9} GiB  {:<5} {}", fix.rank,
                       gib(fix.total_bytes),
@@ -422,8 +415,9 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
         put(fmt::format("{:27}cost: {}", "", fix.cost));
       }
       put(st.dim(fmt::format("{:27}oomplan {}", "", fix_args(plan, fix))));
-      if (!fix.engine_flags.empty()) {
-        put(st.dim(fmt::format("{:27}launch: {}", "", fix.engine_flags)));
+      for (const LaunchBlock& block : fix.launch) {
+        put(st.dim(
+            fmt::format("{:27}{}: {}", "", block.framework, block.text)));
       }
     }
   } else if (!b.fits()) {
@@ -435,7 +429,7 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
 
 std::string render_json(const Plan& plan) {
   const Budget& b = plan.budget;
-  const Setup& s = plan.setup;
+  const Resolved& s = plan.setup;
   const Model& model = *plan.model;
   Json doc;
   doc["schema"] = "oomplan.plan/1";
@@ -443,47 +437,7 @@ std::string render_json(const Plan& plan) {
   doc["gpu"] = {{"name", plan.gpu->name},
                 {"count", s.total_gpus()},
                 {"capacity_bytes", plan.gpu->capacity_bytes}};
-  doc["setup"] = {
-      {"mode", mode_name(s.mode)},
-      {"engine", engine_name(s.engine)},
-      {"seq", s.seq},
-      {"batch", s.batch},
-      {"dtype", dtype_name(s.dtype)},
-      {"quant", quant_name(shown_quant(model, s))},
-      {"kv_dtype", dtype_name(kv_dtype(s))},
-      {"tp", s.tp},
-      {"pp", s.pp},
-      {"dp", s.tp > 0 ? s.dp() : 0},
-      {"zero", s.zero_stage()},
-      {"gpus", s.gpus},
-      {"nodes", s.nodes},
-      {"split_layers", s.split_layers},
-      {"sequence_parallel", s.sequence_parallel},
-      {"fsdp", s.fsdp},
-      {"offload", offload_name(s.offload)},
-      {"checkpointing", checkpointing_name(s.checkpointing)},
-      {"attn", attn_name(s.attn)},
-      {"precision", precision_name(s.precision)},
-      {"optimizer", optimizer_name(s.optimizer)},
-      {"compile", s.compile},
-      {"lora_rank", s.lora_rank},
-      {"lora_targets", lora_targets_text(s.lora_targets)},
-      {"optimizer_in_bwd", s.optimizer_in_bwd},
-      {"loss", loss_name(s.loss)},
-      {"activation_offload", s.activation_offload},
-      {"grad_accum", s.grad_accum},
-      {"gpu_util", s.gpu_util},
-      {"max_num_batched_tokens", s.max_num_batched_tokens},
-      {"enforce_eager", s.enforce_eager},
-      {"vllm_version", vllm_era_name(s.vllm_version)},
-      {"max_model_len", s.max_model_len},
-      {"max_num_seqs", s.max_num_seqs},
-  };
-  // Overrides are null when the measured defaults apply.
-  doc["setup"]["overhead_gib"] =
-      s.overhead_gib < 0 ? Json(nullptr) : Json(s.overhead_gib);
-  doc["setup"]["reserve"] = s.reserve < 0 ? Json(nullptr) : Json(s.reserve);
-  doc["setup"]["price"] = s.price > 0 ? Json(s.price) : Json(nullptr);
+  doc["setup"] = setup_json(model, *plan.gpu, plan.request, s);
 
   Json components = Json::array();
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -496,21 +450,36 @@ std::string render_json(const Plan& plan) {
   doc["usable_bytes"] = b.usable_bytes;
   doc["fits"] = b.fits();
   doc["headroom_bytes"] = b.headroom_bytes();
+  doc["margin_bytes"] = b.margin_bytes;
   doc["host_bytes"] = b.host_bytes;
+  doc["host_capacity_bytes"] =
+      b.host_capacity_bytes ? Json(*b.host_capacity_bytes) : Json(nullptr);
   doc["warnings"] = warning_texts(plan);
 
   Json fixes = Json::array();
   for (const Fix& fix : plan.fixes) {
+    Json launch = Json::array();
+    for (const LaunchBlock& block : fix.launch) {
+      launch.push_back({{"framework", block.framework}, {"text", block.text}});
+    }
     fixes.push_back({{"rank", fix.rank},
                      {"id", fix.id},
                      {"title", fix.title},
+                     {"group", fix_group_name(fix.group)},
                      {"args", fix_args(plan, fix)},
+                     {"argv", fix_argv(plan, fix)},
                      {"total_bytes", fix.total_bytes},
                      {"fits", fix.fits},
                      {"saves_bytes", fix.saves_bytes},
-                     {"cost", fix.cost},
                      {"step_factor", fix.step_factor},
-                     {"engine_flags", fix.engine_flags}});
+                     {"host_bytes", fix.host_bytes},
+                     {"host_capacity_bytes",
+                      fix.host_capacity_bytes ? Json(*fix.host_capacity_bytes)
+                                              : Json(nullptr)},
+                     {"risk", risk_name(fix.risk)},
+                     {"cost", fix.cost},
+                     {"launch", launch},
+                     {"engine_flags", launch_line(fix)}});
   }
   doc["fixes"] = fixes;
   doc["peak"] = {{"allocated_bytes", b.peak.allocated_bytes},
@@ -560,7 +529,8 @@ std::string render_markdown(const Plan& plan) {
   put(fmt::format("### oomplan: {} on {} x {}", plan.model->name,
                   plan.setup.total_gpus(), plan.gpu->name));
   put("");
-  put(fmt::format("`{}`", setup_line(*plan.model, plan.gpu, plan.setup)));
+  put(fmt::format("`{}`",
+                  setup_line(*plan.model, plan.gpu, plan.request, plan.setup)));
   put("");
   put("| component (per GPU) | GiB | of card | formula |");
   put("|---|---:|---:|---|");
@@ -596,13 +566,13 @@ std::string render_markdown(const Plan& plan) {
   }
   if (!plan.fixes.empty()) {
     put("");
-    put("| # | fix | new peak (GiB) | fits | cost | command |");
-    put("|---:|---|---:|---|---|---|");
+    put("| # | group | fix | new peak (GiB) | fits | cost | command |");
+    put("|---:|---|---|---:|---|---|---|");
     for (const Fix& fix : plan.fixes) {
-      put(fmt::format("| {} | {} | {} | {} | {} | `oomplan {}` |", fix.rank,
-                      md_cell(fix.title), gib(fix.total_bytes),
-                      yes_no(fix.fits), md_cell(fix.cost),
-                      fix_args(plan, fix)));
+      put(fmt::format("| {} | {} | {} | {} | {} | {} | `oomplan {}` |",
+                      fix.rank, fix_group_name(fix.group), md_cell(fix.title),
+                      gib(fix.total_bytes), yes_no(fix.fits), md_cell(fix.cost),
+                      md_cell(fix_args(plan, fix))));
     }
   }
   return put.out;
@@ -613,7 +583,13 @@ std::string render_markdown(const Plan& plan) {
 namespace {
 
 std::string sizing_args(const Sizing& sizing, const SizingRow& row) {
-  return plan_args(sizing.model_arg, *row.gpu, row.setup);
+  return plan_args(sizing.model_arg, *sizing.model, *row.gpu, row.request);
+}
+
+// The sizing header: the user's setup, before any card is chosen.
+std::string sizing_line(const Sizing& sizing) {
+  return setup_line(*sizing.model, nullptr, sizing.setup,
+                    resolve(*sizing.model, Gpu{}, sizing.setup));
 }
 
 }  // namespace
@@ -622,7 +598,7 @@ std::string render_sizing_text(const Sizing& sizing,
                                const RenderOptions& options) {
   const Style st{options.color};
   Lines put;
-  put(st.bold(setup_line(*sizing.model, nullptr, sizing.setup)));
+  put(st.bold(sizing_line(sizing)));
   put(fmt::format("the fewest GPUs that fit, per common GPU (up to {}):",
                   sizing.max_gpus));
   put("");
@@ -668,7 +644,7 @@ std::string render_sizing_markdown(const Sizing& sizing) {
   Lines put;
   put(fmt::format("### oomplan: the fewest GPUs for {}", sizing.model->name));
   put("");
-  put(fmt::format("`{}`", setup_line(*sizing.model, nullptr, sizing.setup)));
+  put(fmt::format("`{}`", sizing_line(sizing)));
   put("");
   put("| GPU | GPUs | per GPU (GiB) | usable (GiB) | command |");
   put("|---|---:|---:|---:|---|");

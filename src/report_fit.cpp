@@ -1,8 +1,11 @@
+#include "report_internal.hpp"
+
 #include "oomplan/report.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iterator>
 
 // `oomplan fit` output. Formatting only: every number comes from fit()
@@ -14,15 +17,15 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The settings that tell plans apart, in a few words.
-std::string summary(const Setup& s) {
+std::string summary(const Resolved& s) {
   std::string out = fmt::format("tp {} pp {} dp {}", s.tp, s.pp, s.dp());
   auto add = [&out](const std::string& word) {
     out += ", ";
     out += word;
   };
   if (s.training()) {
-    if (s.zero_stage() > 0) {
-      add(fmt::format("ZeRO-{}", s.zero_stage()));
+    if (s.zero > 0) {
+      add(fmt::format("ZeRO-{}", s.zero));
     }
     add(fmt::format("micro-batch {}", s.batch));
     if (s.grad_accum > 1) {
@@ -34,11 +37,11 @@ std::string summary(const Setup& s) {
   } else {
     add(fmt::format("batch {}", s.batch));
   }
-  if (s.quant != Quant::none && s.quant != Quant::automatic) {
+  if (s.quant != Quant::none) {
     add(std::string(quant_name(s.quant)));
   }
-  if (s.kv_dtype) {
-    add(fmt::format("{} KV", dtype_name(*s.kv_dtype)));
+  if (s.kv_dtype != s.dtype) {
+    add(fmt::format("{} KV", dtype_name(s.kv_dtype)));
   }
   if (s.offload != Offload::none) {
     add(fmt::format("offload {}", offload_name(s.offload)));
@@ -71,37 +74,10 @@ std::string header(const FitResult& result, const Model& model) {
   const Setup& b = result.base;
   return fmt::format(
       "oomplan fit {}: mode {}, {} tokens per sequence, up to {} GPUs; {} "
-      "configurations priced, {} on the Pareto front (GPUs, time per token, "
-      "headroom)\n",
+      "configurations priced, {} plans (per card the fewest GPUs, then each "
+      "larger count that is faster)\n",
       model.name, mode_name(b.mode), b.seq, result.max_gpus, result.evaluated,
       result.front);
-}
-
-Json setup_json(const Setup& s) {
-  Json j = {
-      {"mode", mode_name(s.mode)},
-      {"engine", engine_name(s.engine)},
-      {"seq", s.seq},
-      {"batch", s.batch},
-      {"dtype", dtype_name(s.dtype)},
-      {"quant", quant_name(s.quant)},
-      {"kv_dtype", dtype_name(s.kv_dtype.value_or(s.dtype))},
-      {"tp", s.tp},
-      {"pp", s.pp},
-      {"dp", s.tp > 0 && s.pp > 0 ? s.dp() : 0},
-      {"zero", s.zero_stage()},
-      {"gpus", s.gpus},
-      {"nodes", s.nodes},
-      {"offload", offload_name(s.offload)},
-      {"checkpointing", checkpointing_name(s.checkpointing)},
-      {"attn", attn_name(s.attn)},
-      {"precision", precision_name(s.precision)},
-      {"optimizer", optimizer_name(s.optimizer)},
-      {"grad_accum", s.grad_accum},
-      {"gpu_util", s.gpu_util},
-      {"max_model_len", s.max_model_len},
-  };
-  return j;
 }
 
 }  // namespace
@@ -117,7 +93,9 @@ std::string render_fit_text(const FitResult& result, const Model& model,
     return out;
   }
   const bool training = result.base.training();
-  const bool priced = result.base.price > 0;
+  const bool priced =
+      std::any_of(result.plans.begin(), result.plans.end(),
+                  [](const FitPlan& p) { return p.time.usd_per_mtok > 0; });
   fmt::format_to(std::back_inserter(out),
                  "\n{:>3}  {:<14} {:>10} {:>10} {:>10} {:>9}{}  {}\n", "#",
                  "GPUs", "per GPU", "headroom", training ? "step" : "decode",
@@ -133,8 +111,28 @@ std::string render_fit_text(const FitResult& result, const Model& model,
                    duration(p.time.step_s), rate(p.time.tokens_per_s),
                    priced ? fmt::format(" {:>8.2f}", p.time.usd_per_mtok) : "",
                    summary(p.setup));
+    std::vector<std::string> notes;
+    if (p.host_bytes > 0) {
+      notes.push_back(
+          fmt::format("{} host RAM per node", format_gib(p.host_bytes)));
+    }
+    if (p.max_concurrency > 0) {
+      notes.push_back(fmt::format("{} KV tokens, {:.1f} requests of {} at once",
+                                  p.kv_tokens, p.max_concurrency,
+                                  p.setup.max_model_len));
+    }
+    if (p.risk != Risk::none) {
+      notes.push_back(fmt::format("{} accuracy risk", risk_name(p.risk)));
+    }
+    if (!notes.empty()) {
+      std::string line;
+      for (const auto& n : notes) {
+        line += line.empty() ? n : "; " + n;
+      }
+      fmt::format_to(std::back_inserter(out), "     {}\n", line);
+    }
     fmt::format_to(std::back_inserter(out), "     oomplan {}\n",
-                   plan_args(model_arg, *p.gpu, p.setup));
+                   plan_args(model_arg, model, *p.gpu, p.request));
   }
   fmt::format_to(std::back_inserter(out),
                  "\nTimes assume {:.0f} % MFU, {:.0f} % of HBM bandwidth in "
@@ -158,15 +156,21 @@ std::string render_fit_json(const FitResult& result, const Model& model,
     const StepTime& t = p.time;
     plans.push_back({
         {"rank", ++rank},
-        {"args", plan_args(model_arg, *p.gpu, p.setup)},
+        {"args", plan_args(model_arg, model, *p.gpu, p.request)},
         {"gpu",
          {{"name", p.gpu->name},
           {"count", p.setup.total_gpus()},
           {"capacity_bytes", p.gpu->capacity_bytes}}},
-        {"setup", setup_json(p.setup)},
+        {"setup", setup_json(model, *p.gpu, p.request, p.setup)},
         {"total_bytes", p.total_bytes},
         {"headroom_bytes", p.headroom_bytes},
+        {"host_bytes", p.host_bytes},
         {"fits", p.fits},
+        {"risk", risk_name(p.risk)},
+        {"kv_tokens", p.kv_tokens},
+        {"max_concurrency", p.max_concurrency},
+        {"usd_per_gpu_hour",
+         p.usd_per_gpu_hour ? Json(*p.usd_per_gpu_hour) : Json(nullptr)},
         {"step_time_s", t.step_s},
         {"tokens_per_s", t.tokens_per_s},
         {"usd_per_mtok",
@@ -202,7 +206,8 @@ std::string render_fit_markdown(const FitResult& result, const Model& model,
                    ++rank, p.setup.total_gpus(), p.gpu->name,
                    format_gib(p.total_bytes), format_gib(p.headroom_bytes),
                    duration(p.time.step_s), rate(p.time.tokens_per_s),
-                   summary(p.setup), plan_args(model_arg, *p.gpu, p.setup));
+                   summary(p.setup),
+                   plan_args(model_arg, model, *p.gpu, p.request));
   }
   return out;
 }

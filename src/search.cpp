@@ -1,356 +1,1030 @@
 #include "oomplan/search.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/capability.hpp"
+#include "oomplan/plan.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <optional>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+#include <string>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
-// `oomplan fit`. Invariants:
-// - every plan kept was priced by memory() on its resolved setup (never
-//   estimated, never scaled from a neighbour), and fits with at least the
-//   requested headroom;
-// - the kept plans form, for each GPU type, the Pareto front on (total GPUs
-//   fewer, seconds per token lower, headroom larger): a plan is dropped only
-//   when another plan of the same card is at least as good on all three and
-//   better on one. Cards are not compared with each other (their prices
-//   differ and the catalog has none);
-// - quantized inference plans carry a precision loss (8-bit 1, 4-bit 2, fp8
-//   KV +1) and dominate only plans that lose no less;
-// - the output order is deterministic: no offload first, then GPUs, then
-//   precision loss, then GPU-seconds per token (5 % buckets), then headroom,
-//   then card name, then enumeration order; the top N holds one plan per
-//   (card, GPUs, offload).
-// Pruning relies on monotonicity the memory model guarantees: a larger
-// micro-batch never lowers the peak, and the most frugal variant of a layout
-// (ZeRO-3, full checkpointing, micro-batch 1) fitting is necessary for any
-// other variant to fit.
+// The search. Invariants:
+// - every setup it returns was priced by the plan pipeline (price()) on the
+//   card and count it names, and fits with the required headroom; nothing is
+//   estimated or scaled from a neighbour;
+// - a search keeps the job: mode, engine, model, sequence length and global
+//   batch stay; its moves are the knobs of DESIGN §2 that do not change what
+//   the job computes (they may change how exactly, which is their accuracy
+//   risk);
+// - candidates are visited cheapest first (a best-first walk over the lattice
+//   of knob levels, ordered by each level's time factor and risk), so the
+//   first that fits is the cheapest found; its moves are then made minimal:
+//   undoing any of them no longer fits;
+// - the result is deterministic: ties go to fewer moves, then to the knob
+//   table's order.
 
 namespace oomplan {
 namespace {
 
-constexpr std::array k_micro_batches = {1, 2, 4, 8, 16, 32};
+// Accuracy-risk weights of the balanced objective: a low-risk move (8-bit
+// AdamW, fp8 KV, 8-bit weights, pure bf16) is worth a 10 % slower step, 4-bit
+// weights a 30 % slower one.
+double risk_weight(Risk risk) {
+  switch (risk) {
+    case Risk::none:
+      return 0;
+    case Risk::low:
+      return 0.1;
+    case Risk::moderate:
+      return 0.3;
+  }
+  return 0;
+}
+
+// Seconds per token of the whole job (fit's cost per token).
+double seconds_per_token(const StepTime& t) {
+  return t.tokens_per_step > 0 ? t.step_s / t.tokens_per_step : 0;
+}
+
+// What a move costs in time: the training step over the same global batch,
+// or the time per output token of one sequence (a layout that trades
+// replicas for pipeline stages keeps the latency a user sees).
+double step_seconds(const StepTime& t) {
+  return t.step_s;
+}
+
+// vLLM gpu_memory_utilization values a search tries.
+constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
+                                    0.75, 0.7,  0.6, 0.5};
+// The allocator reserve expandable_segments leaves: segments grow in place,
+// so a percent or two remains (PyTorch CUDACachingAllocator
+// expandable_segments notes).
+constexpr double k_expandable_reserve = 0.02;
+// A search gives up after pricing this many candidates on one card and
+// count (a 70B training search finds its answer within a few hundred).
+constexpr std::int64_t k_max_priced = 1500;
+// The fitting setups a search's walk compares on their exact time, and the
+// frugal seeds (the cheapest layouts) it descends first.
+constexpr int k_candidates = 4;
+constexpr std::size_t k_seeds = 2;
+
 constexpr std::array k_tp_sizes = {1, 2, 4, 8};
 constexpr std::array k_pp_sizes = {1, 2, 4, 8, 16};
 
-struct Candidate {
-  FitPlan plan;
-  double seconds_per_token = 0;
-  int precision_loss = 0;  // 0: the user's weights and KV; 1: 8-bit; 2: 4-bit
-  std::size_t order = 0;   // enumeration order, the final tie-break
-};
-
-// Quantization trades accuracy for memory and speed, which the three
-// objectives do not see: a plan only dominates plans that lose no less
-// precision.
-bool dominates(const Candidate& a, const Candidate& b) {
-  const int ga = a.plan.setup.total_gpus();
-  const int gb = b.plan.setup.total_gpus();
-  const bool no_worse = ga <= gb &&
-                        a.seconds_per_token <= b.seconds_per_token &&
-                        a.plan.headroom_bytes >= b.plan.headroom_bytes &&
-                        a.precision_loss <= b.precision_loss;
-  const bool better = ga < gb || a.seconds_per_token < b.seconds_per_token ||
-                      a.plan.headroom_bytes > b.plan.headroom_bytes ||
-                      a.precision_loss < b.precision_loss;
-  return no_worse && better;
-}
-
-class Search {
- public:
-  Search(const Model& model, const Setup& base, const FitConstraints& limits)
-      : m_model(model),
-        m_base(base),
-        m_base_quant(resolve_setup(model, base).quant),
-        m_limits(limits) {}
-
-  void run(const Gpu& gpu) {
-    m_front.clear();
-    for (const int count : gpu_counts(m_limits.max_gpus)) {
-      const int per_node = std::min(count, 8);
-      const int nodes = count / per_node;
-      for (const int tp : k_tp_sizes) {
-        for (const int pp : k_pp_sizes) {
-          layout(gpu, per_node, nodes, tp, pp);
-        }
-      }
-    }
-    for (auto& c : m_front) {
-      m_kept.push_back(std::move(c));
-    }
-  }
-
-  FitResult result() {
-    // Best first: plans without CPU offload (the last resort), then fewest
-    // GPUs, then GPU-seconds per token (what the job costs at one price per
-    // GPU-hour) in 5 % buckets, then more headroom.
-    auto bucket = [](const Candidate& c) {
-      const double gpu_s = c.seconds_per_token * c.plan.setup.total_gpus();
-      return gpu_s > 0 ? static_cast<long>(
-                             std::floor(std::log(gpu_s) / std::log(1.05)))
-                       : 0L;
-    };
-    std::sort(m_kept.begin(), m_kept.end(),
-              [&bucket](const Candidate& a, const Candidate& b) {
-                const bool oa = a.plan.setup.offload != Offload::none;
-                const bool ob = b.plan.setup.offload != Offload::none;
-                if (oa != ob) {
-                  return ob;
-                }
-                const int ga = a.plan.setup.total_gpus();
-                const int gb = b.plan.setup.total_gpus();
-                if (ga != gb) {
-                  return ga < gb;
-                }
-                if (a.precision_loss != b.precision_loss) {
-                  return a.precision_loss < b.precision_loss;
-                }
-                const long ca = bucket(a);
-                const long cb = bucket(b);
-                if (ca != cb) {
-                  return ca < cb;
-                }
-                if (a.plan.headroom_bytes != b.plan.headroom_bytes) {
-                  return a.plan.headroom_bytes > b.plan.headroom_bytes;
-                }
-                if (a.plan.gpu->name != b.plan.gpu->name) {
-                  return a.plan.gpu->name < b.plan.gpu->name;
-                }
-                return a.order < b.order;
-              });
-    FitResult out;
-    out.evaluated = m_evaluated;
-    out.front = static_cast<std::int64_t>(m_kept.size());
-    out.base = m_base;
-    out.max_gpus = m_limits.max_gpus;
-    // The top N shows one plan per (card, GPU count, offload): the rest of
-    // that group are its trade-offs of speed for headroom.
-    const auto top = static_cast<std::size_t>(std::max(m_limits.top, 0));
-    std::vector<std::tuple<const Gpu*, int, Offload>> shown;
-    for (const Candidate& c : m_kept) {
-      if (out.plans.size() >= top) {
-        break;
-      }
-      const auto key = std::make_tuple(c.plan.gpu, c.plan.setup.total_gpus(),
-                                       c.plan.setup.offload);
-      if (std::find(shown.begin(), shown.end(), key) != shown.end()) {
-        continue;
-      }
-      shown.push_back(key);
-      out.plans.push_back(c.plan);
-    }
-    return out;
-  }
-
- private:
-  // One (card, GPUs, tp, pp) layout: the knobs that do not change the model's
-  // split.
-  void layout(const Gpu& gpu, int per_node, int nodes, int tp, int pp) {
-    const int count = per_node * nodes;
-    if (tp > per_node || tp * pp > count || count % (tp * pp) != 0) {
-      return;
-    }
-    Setup s = m_base;
-    s.gpus = per_node;
-    s.nodes = nodes;
-    s.tp = tp;
-    s.pp = pp;
-    s.split_layers = false;
-    if (!s.training()) {
-      // Inference: replicas only when one replica already spans whole
-      // nodes or the node is split evenly; pipelines cross nodes.
-      if (pp > nodes) {
-        return;
-      }
-      s.zero = 0;
-      s.fsdp = false;
-    }
-    const Setup resolved = resolve_setup(m_model, gpu, s);
-    try {
-      validate_setup(m_model, gpu, resolved);
-    } catch (const Error&) {
-      return;
-    }
-    if (s.training()) {
-      training(gpu, s);
-    } else {
-      inference(gpu, s, resolved.quant);
-    }
-  }
-
-  void training(const Gpu& gpu, const Setup& layout) {
-    const int dp = layout.dp();
-    const std::int64_t global = m_limits.global_batch;
-    if (global > 0 && global % dp != 0) {
-      return;
-    }
-    std::vector<int> stages = {0};
-    if (dp > 1) {
-      stages = {3, 2, 1, 0};
-    }
-    std::vector<Offload> offloads = {Offload::none};
-    if (!m_limits.no_offload) {
-      offloads.push_back(Offload::optimizer);
-      offloads.push_back(Offload::all);
-    }
-    // The most frugal variant without offload decides whether offload is
-    // worth trying at all.
-    bool need_offload = true;
-    for (const Offload offload : offloads) {
-      if (offload != Offload::none && !need_offload) {
-        break;
-      }
-      for (const int stage : stages) {
-        bool frugal_fits = false;
-        for (const Checkpointing ckpt :
-             {Checkpointing::full, Checkpointing::selective,
-              Checkpointing::none}) {
-          Setup s = layout;
-          s.zero = stage;
-          s.fsdp = false;
-          s.offload = offload;
-          s.checkpointing = ckpt;
-          const bool any = batches(gpu, s, global);
-          if (!any) {
-            break;  // less checkpointing only needs more memory
-          }
-          frugal_fits = true;
-          if (offload == Offload::none) {
-            need_offload = false;
-          }
-        }
-        if (!frugal_fits) {
-          break;  // a lower ZeRO stage only needs more memory
-        }
-      }
-    }
-  }
-
-  // Micro-batches 1, 2, 4, ... while they fit; true when batch 1 fits.
-  bool batches(const Gpu& gpu, Setup s, std::int64_t global) {
-    bool any = false;
-    for (const int b : k_micro_batches) {
-      s.batch = b;
-      if (global > 0) {
-        const std::int64_t per_rank = global / s.dp();
-        if (per_rank % b != 0) {
-          continue;
-        }
-        s.grad_accum = static_cast<int>(per_rank / b);
-      }
-      if (!consider(gpu, s)) {
-        break;
-      }
-      any = true;
-    }
-    return any;
-  }
-
-  // `weights`: the layout's weight format, resolved.
-  void inference(const Gpu& gpu, const Setup& layout, Quant weights) {
-    std::vector<Quant> quants = {weights};
-    std::vector<std::optional<Dtype>> kv_dtypes = {layout.kv_dtype};
-    const bool vllm = layout.engine == Engine::vllm;
-    if (!m_limits.no_quant && weights == Quant::none) {
-      const auto options = quantization_options(gpu, layout.engine);
-      quants.insert(quants.end(), options.begin(), options.end());
-    }
-    if (!m_limits.no_quant && vllm && gpu.compute_capability >= 80 &&
-        layout.kv_dtype != std::optional<Dtype>{Dtype::fp8}) {
-      kv_dtypes.emplace_back(Dtype::fp8);
-    }
-    for (const Quant quant : quants) {
-      for (const auto& kv : kv_dtypes) {
-        Setup s = layout;
-        s.quant = quant;
-        s.kv_dtype = kv;
-        s.offload = Offload::none;
-        if (!consider(gpu, s) && !m_limits.no_offload && !vllm) {
-          s.offload = Offload::params;
-          consider(gpu, s);
-        }
-      }
-    }
-  }
-
-  // Prices `s` with memory(); keeps it on the front when it fits with the
-  // required headroom. True when it fits.
-  bool consider(const Gpu& gpu, const Setup& s) {
-    const Setup r = resolve_setup(m_model, gpu, s);
-    const Budget budget = memory(m_model, gpu, r);
-    ++m_evaluated;
-    const auto min_headroom = static_cast<Bytes>(m_limits.min_headroom_gib *
-                                                 static_cast<double>(k_gib));
-    if (!budget.fits() || budget.headroom_bytes() < min_headroom) {
-      return false;
-    }
-    Candidate c;
-    c.plan.gpu = &gpu;
-    c.plan.setup = r;
-    c.plan.total_bytes = budget.total_bytes();
-    c.plan.headroom_bytes = budget.headroom_bytes();
-    c.plan.fits = true;
-    c.plan.time = estimate_time(m_model, gpu, r, budget);
-    c.seconds_per_token =
-        c.plan.time.tokens_per_s > 0 ? 1.0 / c.plan.time.tokens_per_s : 0;
-    c.order = m_order++;
-    // Inference only: training modes fix the weights' format.
-    if (!r.training()) {
-      if (r.quant != m_base_quant) {
-        c.precision_loss += quant_bits(r.quant) == 4 ? 2 : 1;
-      }
-      if (r.kv_dtype != m_base.kv_dtype) {
-        c.precision_loss += 1;
-      }
-    }
-    for (const auto& kept : m_front) {
-      if (dominates(kept, c) ||
-          (kept.plan.setup.total_gpus() == r.total_gpus() &&
-           kept.seconds_per_token == c.seconds_per_token &&
-           kept.plan.headroom_bytes == c.plan.headroom_bytes)) {
-        return true;
-      }
-    }
-    std::erase_if(m_front,
-                  [&c](const Candidate& kept) { return dominates(c, kept); });
-    m_front.push_back(std::move(c));
-    return true;
-  }
-
-  const Model& m_model;
-  Setup m_base;
-  Quant m_base_quant;  // the user's weights, resolved
-  FitConstraints m_limits;
-  std::vector<Candidate> m_front;  // the current card's Pareto front
-  std::vector<Candidate> m_kept;   // every card's front
-  std::int64_t m_evaluated = 0;
-  std::size_t m_order = 0;
-};
-
 }  // namespace
+
+std::string_view risk_name(Risk risk) {
+  switch (risk) {
+    case Risk::none:
+      return "none";
+    case Risk::low:
+      return "low";
+    case Risk::moderate:
+      return "moderate";
+  }
+  return "none";
+}
 
 std::vector<int> gpu_counts(int max_gpus) {
   std::vector<int> counts;
-  for (int n = 1; n <= std::min(8, max_gpus); n *= 2) {
+  for (int n = 1; n <= std::min(k_gpus_per_node, max_gpus); n *= 2) {
     counts.push_back(n);
   }
-  for (int n = 16; n <= max_gpus; n += 8) {
+  for (int n = 2 * k_gpus_per_node; n <= max_gpus; n += k_gpus_per_node) {
     counts.push_back(n);
   }
   return counts;
 }
 
-FitResult fit(const Model& model, const std::vector<const Gpu*>& gpus,
-              const Setup& base, const FitConstraints& constraints) {
-  Search search(model, base, constraints);
-  for (const Gpu* gpu : gpus) {
-    if (gpu != nullptr) {
-      search.run(*gpu);
+std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine) {
+  const bool vllm = engine == Engine::vllm;
+  std::vector<Quant> options;
+  if (!vllm) {
+    options.push_back(Quant::int8);
+  }
+  // vLLM runs fp8 checkpoints weight-only (Marlin) from Ampere on;
+  // transformers' fp8 kernels (FBGEMM) need fp8 tensor cores.
+  if (gpu.compute_capability >= k_cc_ampere && (vllm || gpu.fp8_tflops > 0)) {
+    options.push_back(Quant::fp8);
+  }
+  options.push_back(vllm ? Quant::awq : Quant::nf4);
+  return options;
+}
+
+Setup with_gpu_count(const Setup& base, int count, const Model& model) {
+  if (count == base.total_gpus()) {
+    return base;  // the user's own layout of nodes
+  }
+  Setup s = base;
+  s.gpus = std::min(count, k_gpus_per_node);
+  s.nodes = std::max(1, count / s.gpus);
+  if (s.training()) {
+    // Data parallelism grows with the GPUs; grad-accum shrinks when that
+    // keeps the global batch exact.
+    const Resolved before = resolve(model, Gpu{}, base);
+    const Resolved after = resolve(model, Gpu{}, s);
+    const std::int64_t global =
+        std::int64_t{before.grad_accum} * std::max(1, before.dp());
+    const int dp = std::max(1, after.dp());
+    if (global % dp == 0 && global / dp >= 1) {
+      s.grad_accum = static_cast<int>(global / dp);
     }
   }
-  return search.result();
+  return s;
+}
+
+// One knob of a search: its levels, [0] being the setup as the search found
+// it. A level's factor is its step time per token relative to the start
+// (estimate_time), used only to order the walk.
+struct Searcher::Dim {
+  struct Level {
+    Move move;
+    std::function<void(Setup&)> apply;
+    double factor = 1;
+  };
+  std::vector<Level> levels;
+  std::size_t frugal = 0;  // the level that saves the most memory
+};
+
+namespace {
+
+std::string dtype_text(Dtype d) {
+  return std::string(dtype_name(d));
+}
+
+}  // namespace
+
+Searcher::Searcher(const Model& model, const Setup& base,
+                   const SearchScope& scope)
+    : m_model(model), m_base(base), m_scope(scope) {}
+
+std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
+                                          const Setup& start) const {
+  const Model& m = m_model;
+  const Resolved r = resolve(m, gpu, start);
+  std::vector<Dim> out;
+  auto add = [&out](std::vector<Dim::Level> levels, std::size_t frugal) {
+    if (!levels.empty()) {
+      Dim d;
+      d.levels.push_back({});
+      for (auto& l : levels) {
+        d.levels.push_back(std::move(l));
+      }
+      d.frugal = std::min(frugal + 1, d.levels.size() - 1);
+      out.push_back(std::move(d));
+    }
+  };
+  auto one = [](std::string id, std::string title, Risk risk,
+                std::function<void(Setup&)> apply, double effort = 0) {
+    return Dim::Level{
+        {std::move(id), std::move(title), risk, effort}, std::move(apply), 1};
+  };
+  // Training layouts beyond data parallelism need a Megatron-style stack.
+  constexpr double k_layout_effort = 0.25;
+  const int total = r.total_gpus();
+  const bool vllm = r.engine == Engine::vllm && !r.training();
+
+  // Layouts on the same GPUs: tensor parallel inside a node, pipelines
+  // across; --split layers for transformers inference.
+  if (m_scope.layouts && total > 1) {
+    std::vector<Dim::Level> layouts;
+    const std::int64_t global =
+        std::int64_t{r.grad_accum} * std::max(1, r.dp());
+    for (const int tp : k_tp_sizes) {
+      for (const int pp : k_pp_sizes) {
+        if (tp > r.gpus || tp * pp > total || total % (tp * pp) != 0 ||
+            (tp == r.tp && pp == r.pp && !r.split_layers)) {
+          continue;
+        }
+        const int dp = total / (tp * pp);
+        int accum = r.grad_accum;
+        if (r.training()) {
+          if (global % dp != 0) {
+            continue;  // would change the global batch
+          }
+          accum = static_cast<int>(global / dp);
+        }
+        layouts.push_back(one(
+            "layout",
+            fmt::format("tp {} x pp {} x dp {} on the same {} GPUs", tp, pp, dp,
+                        total),
+            Risk::none,
+            [tp, pp, accum](Setup& s) {
+              s.tp = tp;
+              s.pp = pp;
+              s.split_layers = false;
+              s.grad_accum = accum;
+            },
+            r.training() ? k_layout_effort : 0.0));
+      }
+    }
+    if (!r.training() && !vllm && !r.split_layers && r.nodes == 1) {
+      layouts.push_back(one("split-layers",
+                            "whole layers per GPU (device_map=\"auto\")",
+                            Risk::none, [](Setup& s) {
+                              s.split_layers = true;
+                              s.tp.reset();
+                              s.pp = 1;
+                            }));
+    }
+    add(std::move(layouts), 0);
+  }
+
+  if (r.training()) {
+    if (!start.fsdp && r.zero < 3) {
+      std::vector<Dim::Level> stages;
+      for (int stage = r.zero + 1; stage <= 3; ++stage) {
+        stages.push_back(
+            one("zero-stage", fmt::format("ZeRO stage {} -> {}", r.zero, stage),
+                Risk::none, [stage](Setup& s) { s.zero = stage; }));
+      }
+      add(std::move(stages), stages.size() - 1);
+    }
+    std::vector<Dim::Level> ckpt;
+    if (r.checkpointing < Checkpointing::selective) {
+      ckpt.push_back(
+          one("checkpointing-selective",
+              "selective activation recomputation (attention core)", Risk::none,
+              [](Setup& s) { s.checkpointing = Checkpointing::selective; }));
+    }
+    if (r.checkpointing < Checkpointing::full) {
+      ckpt.push_back(
+          one("checkpointing-full",
+              "full activation checkpointing (layer inputs only)", Risk::none,
+              [](Setup& s) { s.checkpointing = Checkpointing::full; }));
+    }
+    add(std::move(ckpt), 1);
+    if (r.loss != Loss::chunked) {
+      add({one("chunked-loss", "chunked cross-entropy (no full fp32 logits)",
+               Risk::none, [](Setup& s) { s.loss = Loss::chunked; })},
+          0);
+    }
+    if (r.batch > 1 && !r.optimizer_in_bwd) {
+      // Smaller micro-batches, the global batch kept by gradient
+      // accumulation: divisors of the micro-batch, largest first.
+      std::vector<Dim::Level> batches;
+      for (std::int64_t b = r.batch - 1; b >= 1; --b) {
+        if (r.batch % b != 0) {
+          continue;
+        }
+        const int accum = static_cast<int>(r.grad_accum * (r.batch / b));
+        batches.push_back(
+            one("micro-batch",
+                fmt::format("micro-batch {} -> {}, grad-accum {} -> {}",
+                            r.batch, b, r.grad_accum, accum),
+                Risk::none, [b, accum](Setup& s) {
+                  s.batch = b;
+                  s.grad_accum = accum;
+                }));
+      }
+      add(std::move(batches), batches.size() - 1);
+    }
+    if (m_scope.quantize && (r.optimizer == Optimizer::adamw ||
+                             r.optimizer == Optimizer::paged_adamw)) {
+      const Optimizer to = r.optimizer == Optimizer::adamw
+                               ? Optimizer::adamw_8bit
+                               : Optimizer::paged_adamw_8bit;
+      add({one("optimizer-8bit", "8-bit AdamW states (bitsandbytes)", Risk::low,
+               [to](Setup& s) { s.optimizer = to; })},
+          0);
+    }
+    if (m_scope.quantize && r.precision == Precision::mixed &&
+        r.dtype != Dtype::fp32) {
+      add({one("pure-bf16",
+               fmt::format("pure {} training (no fp32 master weights)",
+                           dtype_text(r.dtype)),
+               Risk::low, [](Setup& s) { s.precision = Precision::pure; })},
+          0);
+    }
+    if (m_scope.offload) {
+      std::vector<Dim::Level> offload;
+      if (r.offload == Offload::none) {
+        offload.push_back(one(
+            "offload-optimizer", "optimizer states in CPU RAM (ZeRO-Offload)",
+            Risk::none, [](Setup& s) { s.offload = Offload::optimizer; }));
+        offload.push_back(
+            one("offload-params",
+                "weights in CPU RAM (ZeRO-Infinity offload_param)", Risk::none,
+                [](Setup& s) { s.offload = Offload::params; }));
+      }
+      if (r.offload != Offload::all) {
+        offload.push_back(one("offload-all",
+                              "weights, gradients and optimizer states in CPU "
+                              "RAM (ZeRO-Infinity / FSDP CPU offload)",
+                              Risk::none,
+                              [](Setup& s) { s.offload = Offload::all; }));
+      }
+      add(std::move(offload), offload.size() - 1);
+      if (!r.activation_offload) {
+        // torchtune offloads the checkpointed layer inputs on a side stream
+        // and recommends it only with checkpointing on
+        // (docs/source/tutorials/memory_optimizations.rst).
+        add({one("activation-offload",
+                 "checkpointed layer inputs in CPU RAM (overlapped)",
+                 Risk::none, [](Setup& s) { s.activation_offload = true; })},
+            0);
+      }
+    }
+    if (!r.sequence_parallel && r.gpus > 1) {
+      add({one("sequence-parallel",
+               "sequence parallelism over the tensor-parallel group",
+               Risk::none, [](Setup& s) { s.sequence_parallel = true; })},
+          0);
+    }
+  }
+
+  if (!vllm) {
+    if (r.attn != Attn::flash && runs_flash_attention(gpu)) {
+      add({one("flash-attention", "flash attention (no s^2 score matrix)",
+               Risk::none, [](Setup& s) { s.attn = Attn::flash; })},
+          0);
+    } else if (r.attn == Attn::eager) {
+      add({one("sdpa-attention", "SDPA memory-efficient attention", Risk::none,
+               [](Setup& s) { s.attn = Attn::sdpa; })},
+          0);
+    }
+    if (!r.reserve || *r.reserve > k_expandable_reserve) {
+      add({one("expandable-segments",
+               "expandable segments (less allocator fragmentation)", Risk::none,
+               [](Setup& s) { s.reserve = k_expandable_reserve; })},
+          0);
+    }
+  }
+  if (r.dtype == Dtype::fp32) {
+    const Dtype half = runs_bf16(gpu) ? Dtype::bf16 : Dtype::fp16;
+    add({one("half-precision",
+             fmt::format("{} instead of fp32", dtype_text(half)), Risk::low,
+             [half](Setup& s) { s.dtype = half; })},
+        0);
+  }
+
+  if (!r.training()) {
+    if (m_scope.quantize && r.quant == Quant::none) {
+      std::vector<Dim::Level> formats;
+      for (const Quant q : quantization_options(gpu, r.engine)) {
+        const bool four = quant_bits(q) == 4;
+        formats.push_back(one(
+            four ? "quantize-4bit" : fmt::format("quantize-{}", quant_name(q)),
+            four ? (vllm ? "4-bit AWQ weights" : "4-bit NF4 weights")
+                 : fmt::format("{} weights", quant_name(q)),
+            four ? Risk::moderate : Risk::low, [q](Setup& s) { s.quant = q; }));
+      }
+      add(std::move(formats), formats.size() - 1);
+    }
+    if (vllm) {
+      std::vector<double> utils(k_gpu_utils.begin(), k_gpu_utils.end());
+      std::erase_if(utils,
+                    [&](double u) { return std::abs(u - r.gpu_util) < 1e-9; });
+      std::stable_sort(utils.begin(), utils.end(), [&](double a, double b) {
+        return std::abs(a - r.gpu_util) < std::abs(b - r.gpu_util);
+      });
+      std::vector<Dim::Level> levels;
+      std::size_t frugal = 0;
+      for (const double u : utils) {
+        if (u == k_gpu_utils.front()) {
+          frugal = levels.size();
+        }
+        levels.push_back(one("gpu-util",
+                             fmt::format("gpu-util {} -> {}", r.gpu_util, u),
+                             Risk::none, [u](Setup& s) { s.gpu_util = u; }));
+      }
+      add(std::move(levels), frugal);
+      if (m_scope.quantize && r.kv_dtype != Dtype::fp8 &&
+          gpu.compute_capability >= k_cc_ampere) {
+        add({one("fp8-kv-cache", "fp8 KV cache (half the bytes per token)",
+                 Risk::low, [](Setup& s) { s.kv_dtype = Dtype::fp8; })},
+            0);
+      }
+      if (!r.enforce_eager) {
+        add({one("enforce-eager", "no CUDA graphs (--enforce-eager)",
+                 Risk::none, [](Setup& s) { s.enforce_eager = true; })},
+            0);
+      }
+      std::vector<Dim::Level> seqs;
+      for (std::int64_t n = r.max_num_seqs / 2; n >= 16; n /= 2) {
+        seqs.push_back(
+            one("max-num-seqs",
+                fmt::format("max-num-seqs {} -> {} (fewer requests at once)",
+                            r.max_num_seqs, n),
+                Risk::none, [n](Setup& s) { s.max_num_seqs = n; }));
+      }
+      add(std::move(seqs), seqs.size() - 1);
+      if (r.vllm_version != VllmEra::v0) {
+        std::vector<Dim::Level> tokens;
+        for (std::int64_t n = r.max_num_batched_tokens / 2; n >= 1024; n /= 2) {
+          tokens.push_back(one(
+              "max-num-batched-tokens",
+              fmt::format("max-num-batched-tokens {} -> {} (smaller prefill "
+                          "chunks)",
+                          r.max_num_batched_tokens, n),
+              Risk::none, [n](Setup& s) { s.max_num_batched_tokens = n; }));
+        }
+        add(std::move(tokens), tokens.size() - 1);
+      }
+    } else if (m_scope.offload && r.offload == Offload::none) {
+      add({one("cpu-offload",
+               "weights in CPU RAM, streamed to the GPU every step", Risk::none,
+               [](Setup& s) { s.offload = Offload::params; })},
+          0);
+    }
+  }
+
+  return out;
+}
+
+void Searcher::rank(const Gpu& gpu, const Setup& start,
+                    std::vector<Dim>& knobs) const {
+  const Model& m = m_model;
+  // Each level's time factor against the start, for the walk's order.
+  const double base =
+      step_seconds(estimate_time(m, gpu, resolve(m, gpu, start)));
+  for (Dim& d : knobs) {
+    for (std::size_t i = 1; i < d.levels.size(); ++i) {
+      Setup s = start;
+      d.levels[i].apply(s);
+      const double t = step_seconds(estimate_time(m, gpu, resolve(m, gpu, s)));
+      d.levels[i].factor = base > 0 && t > 0 ? t / base : 1.0;
+    }
+    // A walk steps through a knob's levels in order: layouts are not
+    // nested, so they go cheapest first.
+    if (d.levels.size() > 2 && (d.levels[1].move.id == "layout" ||
+                                d.levels[1].move.id == "split-layers")) {
+      std::stable_sort(d.levels.begin() + 1, d.levels.end(),
+                       [](const Dim::Level& a, const Dim::Level& b) {
+                         return a.factor < b.factor;
+                       });
+    }
+  }
+}
+
+namespace {
+
+// A point of the search's lattice: one level per knob (a search has at most
+// k_max_knobs knobs, each with at most 255 levels).
+constexpr std::size_t k_max_knobs = 24;
+using Levels = std::array<std::uint8_t, k_max_knobs>;
+
+struct LevelsHash {
+  std::size_t operator()(const Levels& l) const {
+    // FNV-1a over the bytes.
+    std::uint64_t h = 1469598103934665603ULL;
+    for (const std::uint8_t b : l) {
+      h = (h ^ b) * 1099511628211ULL;
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
+
+struct State {
+  double priority = 0;
+  int moves = 0;
+  std::int64_t order = 0;
+  Levels levels{};
+  bool operator>(const State& o) const {
+    return std::tie(priority, moves, order) >
+           std::tie(o.priority, o.moves, o.order);
+  }
+};
+
+}  // namespace
+
+struct Searcher::Space {
+  const Model* model = nullptr;
+  const Gpu* gpu = nullptr;
+  int count = 0;
+  Bytes need = -1;  // headroom a fit keeps; -1: the plan's margin
+  Setup start;
+  std::vector<Dim> knobs;
+  bool ranked = false;
+  std::unordered_map<Levels, bool, LevelsHash> known;
+  std::int64_t* priced = nullptr;  // the searcher's count
+
+  Setup setup_of(const Levels& levels) const {
+    Setup s = start;
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      if (levels[d] > 0) {
+        knobs[d].levels[levels[d]].apply(s);
+      }
+    }
+    return s;
+  }
+
+  // Whether `levels` fits with the headroom asked for (each priced once).
+  bool fits(const Levels& levels) {
+    const auto it = known.find(levels);
+    if (it != known.end()) {
+      return it->second;
+    }
+    const Setup s = setup_of(levels);
+    bool ok = false;
+    // torchtune offloads the checkpointed inputs only.
+    if (!s.activation_offload || start.activation_offload ||
+        s.checkpointing == Checkpointing::full) {
+      ++*priced;
+      const Pricing p = price(*model, *gpu, s);
+      if (p.priced) {
+        const Budget& b = p.priced->budget;
+        ok = need < 0 ? b.fits_with_margin()
+                      : b.fits() && b.headroom_bytes() >= need;
+      }
+    }
+    known.emplace(levels, ok);
+    return ok;
+  }
+
+  std::optional<std::size_t> layout_dim() const {
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      if (knobs[d].levels.size() > 1 &&
+          (knobs[d].levels[1].move.id == "layout" ||
+           knobs[d].levels[1].move.id == "split-layers")) {
+        return d;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Every knob at its most frugal level, on each layout: the setups that
+  // bound what this card and count can hold.
+  std::vector<Levels> seeds() {
+    Levels frugal{};
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      frugal[d] = static_cast<std::uint8_t>(knobs[d].frugal);
+    }
+    const auto layout = layout_dim();
+    const std::size_t layouts = layout ? knobs[*layout].levels.size() : 1;
+    std::vector<Levels> out;
+    for (std::size_t l = 0; l < layouts; ++l) {
+      Levels seed = frugal;
+      if (layout) {
+        seed[*layout] = static_cast<std::uint8_t>(l);
+      }
+      if (fits(seed)) {
+        out.push_back(seed);
+      }
+    }
+    return out;
+  }
+
+  // Some setup fits here (cheap: the start, then the seeds until one fits).
+  bool possible() {
+    if (fits(Levels{})) {
+      return true;
+    }
+    Levels frugal{};
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      frugal[d] = static_cast<std::uint8_t>(knobs[d].frugal);
+    }
+    const auto layout = layout_dim();
+    const std::size_t layouts = layout ? knobs[*layout].levels.size() : 1;
+    for (std::size_t l = 0; l < layouts; ++l) {
+      Levels seed = frugal;
+      if (layout) {
+        seed[*layout] = static_cast<std::uint8_t>(l);
+      }
+      if (fits(seed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+Searcher::Space& Searcher::space(const Gpu& gpu, int count,
+                                 std::optional<double> headroom_share) {
+  const Bytes need = headroom_share
+                         ? round_bytes(*headroom_share *
+                                       static_cast<double>(gpu.capacity_bytes))
+                         : -1;
+  for (auto& kept : m_spaces) {
+    if (kept->gpu == &gpu && kept->count == count && kept->need == need) {
+      return *kept;
+    }
+  }
+  {
+    // The last few cards and counts stay (a bisection comes back to them).
+    if (m_spaces.size() >= 4) {
+      m_spaces.erase(m_spaces.begin());
+    }
+    m_spaces.push_back(std::make_shared<Space>());
+    auto& m_space = m_spaces.back();
+    m_space->model = &m_model;
+    m_space->priced = &m_priced;
+    m_space->gpu = &gpu;
+    m_space->count = count;
+    m_space->need = need;
+    m_space->start = with_gpu_count(m_base, count, m_model);
+    m_space->knobs = dims(gpu, m_space->start);
+    if (m_space->knobs.size() > k_max_knobs) {
+      m_space->knobs.resize(k_max_knobs);
+    }
+    return *m_space;
+  }
+}
+
+std::optional<Found> Searcher::best(const Gpu& gpu, int count,
+                                    Objective objective,
+                                    std::optional<double> headroom_share) {
+  return search(space(gpu, count, headroom_share), objective);
+}
+
+std::optional<Found> Searcher::search(Space& space, Objective objective) {
+  const Gpu& gpu = *space.gpu;
+  const Setup& start = space.start;
+  std::vector<Dim>& knobs = space.knobs;
+  auto setup_of = [&](const Levels& levels) { return space.setup_of(levels); };
+  auto fits = [&](const Levels& levels) { return space.fits(levels); };
+  auto& known = space.known;
+  // Time deltas add: each move lengthens one term of the step (compute,
+  // communication, offload traffic), and a term that dominates is not
+  // multiplied by the others.
+  auto priority = [&](const Levels& levels) {
+    double time = 1;
+    double risk = 0;
+    int worst = 0;
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      const Dim::Level& l =
+          knobs[d].levels[static_cast<std::size_t>(levels[d])];
+      time += std::max(1.0, l.factor) - 1;
+      risk += levels[d] > 0 ? risk_weight(l.move.risk) + l.move.effort : 0;
+      worst =
+          std::max(worst, levels[d] > 0 ? static_cast<int>(l.move.risk) : 0);
+    }
+    switch (objective) {
+      case Objective::fastest:
+        return time;
+      case Objective::safest:
+        return 1000.0 * worst + time;
+      case Objective::balanced:
+        break;
+    }
+    return time * (1 + risk);
+  };
+
+  // Minimal: undo each move (or lower it) while the rest still fits, the
+  // dearest moves first.
+  std::vector<std::size_t> dearest(knobs.size());
+  for (std::size_t d = 0; d < knobs.size(); ++d) {
+    dearest[d] = d;
+  }
+  std::stable_sort(dearest.begin(), dearest.end(),
+                   [&](std::size_t a, std::size_t b) {
+                     const auto top = [&](std::size_t d) {
+                       double f = 1;
+                       for (const auto& l : knobs[d].levels) {
+                         f = std::max(f, l.factor + risk_weight(l.move.risk));
+                       }
+                       return f;
+                     };
+                     return top(a) > top(b);
+                   });
+  auto minimal = [&](Levels levels) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const std::size_t d : dearest) {
+        for (std::uint8_t lower = 0; lower < levels[d]; ++lower) {
+          auto trial = levels;
+          trial[d] = lower;
+          if (fits(trial)) {
+            levels = trial;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    return levels;
+  };
+  auto found_of = [&](const Levels& levels) {
+    Pricing p = price(m_model, gpu, setup_of(levels));
+    Found out;
+    out.gpu = &gpu;
+    out.request = p.priced->request;
+    out.setup = p.priced->setup;
+    out.budget = std::move(p.priced->budget);
+    out.time = estimate_time(m_model, gpu, out.setup, out.budget);
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      if (levels[d] > 0) {
+        const Move& move =
+            knobs[d].levels[static_cast<std::size_t>(levels[d])].move;
+        out.moves.push_back(move);
+        out.risk = std::max(out.risk, move.risk);
+      }
+    }
+    return out;
+  };
+  // The objective on a found setup's exact time.
+  const double base_spt =
+      step_seconds(estimate_time(m_model, gpu, resolve(m_model, gpu, start)));
+  auto exact = [&](const Found& f) {
+    const double spt = step_seconds(f.time);
+    const double time = base_spt > 0 && spt > 0 ? spt / base_spt : 1.0;
+    double risk = 0;
+    for (const Move& m : f.moves) {
+      risk += risk_weight(m.risk) + m.effort;
+    }
+    switch (objective) {
+      case Objective::fastest:
+        return time;
+      case Objective::safest:
+        return 1000.0 * static_cast<double>(f.risk) + time;
+      case Objective::balanced:
+        break;
+    }
+    // A speed-up is welcome but does not buy accuracy risk or effort.
+    return std::max(time, 1.0) * (1 + risk);
+  };
+  std::optional<Found> best_found;
+  double best_cost = 0;
+  double bound = 0;  // the walk's priority above which nothing is cheaper
+  auto consider = [&](const Levels& fitting) {
+    const Levels levels = minimal(fitting);
+    Found f = found_of(levels);
+    // Within 2 % the fewer moves win: an expert keeps a setup simple.
+    const double cost = exact(f);
+    const bool fewer = best_found && f.moves.size() < best_found->moves.size();
+    if (!best_found || cost < best_cost * (fewer ? 1.02 : 0.98)) {
+      best_found = std::move(f);
+      best_cost = cost;
+      bound = priority(levels);
+    }
+  };
+
+  // 1. The start itself.
+  const Levels zero{};
+  if (fits(zero)) {
+    return found_of(zero);
+  }
+  // 2. Seeds: every knob at its most frugal level, on each layout. None
+  // fits: nothing does. Each that fits, made minimal, bounds the walk.
+  if (!space.possible()) {
+    return std::nullopt;
+  }
+  // The time factors order the rest (computed only now: most counts a
+  // search tries cannot fit at all).
+  if (!space.ranked) {
+    rank(gpu, start, knobs);
+    known.clear();  // the levels were renumbered
+    space.ranked = true;
+  }
+  std::vector<Levels> seeds = space.seeds();
+  if (seeds.empty()) {
+    return std::nullopt;
+  }
+  // The cheapest seeds (their layouts' time factors) are descended.
+  std::stable_sort(
+      seeds.begin(), seeds.end(),
+      [&](const auto& a, const auto& b) { return priority(a) < priority(b); });
+  for (std::size_t i = 0; i < seeds.size() && i < k_seeds; ++i) {
+    consider(seeds[i]);
+  }
+
+  // 3. A best-first walk from the start over cheaper setups: the first few
+  // that fit are made minimal and compared on their exact cost.
+  std::priority_queue<State, std::vector<State>, std::greater<>> open;
+  std::unordered_set<Levels, LevelsHash> seen;
+  std::int64_t order = 0;
+  auto push = [&](const Levels& levels) {
+    const double p = priority(levels);
+    if (p >= bound || !seen.insert(levels).second) {
+      return;  // no cheaper than what the seeds found, or seen
+    }
+    int moves = 0;
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      moves += levels[d] > 0 ? 1 : 0;
+    }
+    open.push(State{p, moves, order++, levels});
+  };
+  // A knob whose levels only get dearer is walked one level at a time.
+  std::vector<bool> monotone(knobs.size(), true);
+  for (std::size_t d = 0; d < knobs.size(); ++d) {
+    for (std::size_t l = 2; l < knobs[d].levels.size(); ++l) {
+      const auto cost = [&](std::size_t i) {
+        const Dim::Level& v = knobs[d].levels[i];
+        return std::max(1.0, v.factor) + risk_weight(v.move.risk) +
+               v.move.effort;
+      };
+      if (cost(l) < cost(l - 1)) {
+        monotone[d] = false;
+      }
+    }
+  }
+  push(zero);
+  int candidates = 0;
+  const std::int64_t first_priced = m_priced;
+  while (!open.empty() && m_priced - first_priced < k_max_priced &&
+         candidates < k_candidates) {
+    const State s = open.top();
+    open.pop();
+    if (s.priority >= bound) {
+      continue;
+    }
+    if (fits(s.levels)) {
+      ++candidates;
+      consider(s.levels);
+      continue;  // setups above one that fits only add moves
+    }
+    // Each knob may jump to any of its further levels: a level dearer than
+    // the bound must not hide a cheaper one behind it (a faster 4-bit
+    // format behind a slower 8-bit one).
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      const std::size_t last =
+          monotone[d]
+              ? std::min<std::size_t>(s.levels[d] + 2u, knobs[d].levels.size())
+              : knobs[d].levels.size();
+      for (std::size_t l = static_cast<std::size_t>(s.levels[d]) + 1; l < last;
+           ++l) {
+        Levels next = s.levels;
+        next[d] = static_cast<std::uint8_t>(l);
+        push(next);
+      }
+    }
+  }
+  return best_found;
+}
+
+std::optional<Found> Searcher::fewest(const Gpu& gpu,
+                                      const std::vector<int>& counts,
+                                      Objective objective) {
+  if (counts.empty()) {
+    return std::nullopt;
+  }
+  // More GPUs never need more memory per GPU for the same job, so whether
+  // any setup fits is monotone in the count: bisect for the first count
+  // where one may, then search from there.
+  auto possible = [&](std::size_t i) {
+    return space(gpu, counts[i], std::nullopt).possible();
+  };
+  std::size_t lo = 0;
+  std::size_t hi = counts.size() - 1;
+  if (!possible(hi)) {
+    return std::nullopt;
+  }
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (possible(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  for (std::size_t i = lo; i < counts.size(); ++i) {
+    if (auto found = best(gpu, counts[i], objective)) {
+      return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// --- `oomplan fit`.
+
+namespace {
+
+// Lower is better. Serving: the cost of one request of max-model-len tokens
+// the KV cache holds at once (GPUs, or dollars an hour, per concurrent
+// request); else the GPU-seconds (or dollars) per token.
+double rank_key(const FitPlan& p) {
+  const double gpus = p.setup.total_gpus();
+  const double price = p.usd_per_gpu_hour.value_or(1.0);
+  if (p.setup.engine == Engine::vllm && !p.setup.training()) {
+    return p.max_concurrency > 0 ? gpus * price / p.max_concurrency : 1e30;
+  }
+  return seconds_per_token(p.time) * gpus * price;
+}
+
+}  // namespace
+
+FitResult fit(const Model& model, const std::vector<FitCard>& cards,
+              const Setup& base, const FitConstraints& constraints) {
+  // Three searches, from the plain to the frugal: the knobs that cost only
+  // time; then also the formats with an accuracy risk; then also CPU offload.
+  // The later ones matter only where they need fewer GPUs.
+  const SearchScope plain{.layouts = true, .quantize = false, .offload = false};
+  const SearchScope quantized{
+      .layouts = true, .quantize = true, .offload = false};
+  const SearchScope offloaded{
+      .layouts = true, .quantize = !constraints.no_quant, .offload = true};
+  Searcher plain_search(model, base, plain);
+  Searcher quant_search(model, base, quantized);
+  Searcher offload_search(model, base, offloaded);
+  FitResult result;
+  result.base = base;
+  result.max_gpus = constraints.max_gpus;
+  std::vector<FitPlan> plans;
+  auto keep = [&](const FitCard& card, Found found) {
+    FitPlan p;
+    p.gpu = card.gpu;
+    p.request = found.request;
+    p.setup = found.setup;
+    if (card.usd_per_gpu_hour && !p.request.price) {
+      // The card's own price for its cost per token.
+      p.request.price = card.usd_per_gpu_hour;
+      p.setup.price = card.usd_per_gpu_hour;
+      found.time = estimate_time(model, *card.gpu, p.setup, found.budget);
+    }
+    p.total_bytes = found.budget.total_bytes();
+    p.headroom_bytes = found.budget.headroom_bytes();
+    p.host_bytes = found.budget.host_bytes;
+    p.fits = true;
+    p.time = found.time;
+    p.moves = found.moves;
+    p.risk = found.risk;
+    p.usd_per_gpu_hour = card.usd_per_gpu_hour;
+    if (found.budget.vllm) {
+      p.kv_tokens = found.budget.vllm->kv_tokens;
+      p.max_concurrency = found.budget.vllm->max_concurrency;
+    }
+    plans.push_back(std::move(p));
+  };
+  auto below = [](const std::vector<int>& counts, int limit) {
+    std::vector<int> out;
+    for (const int n : counts) {
+      if (n < limit) {
+        out.push_back(n);
+      }
+    }
+    return out;
+  };
+  for (const FitCard& card : cards) {
+    if (card.gpu == nullptr) {
+      continue;
+    }
+    const std::vector<int> counts = card.count > 0
+                                        ? std::vector<int>{card.count}
+                                        : gpu_counts(constraints.max_gpus);
+    int limit = constraints.max_gpus + 1;
+    if (auto found =
+            plain_search.fewest(*card.gpu, counts, Objective::balanced)) {
+      limit = found->setup.total_gpus();
+      // A larger count can be cheaper per token once memory is no longer
+      // tight (fewer recomputations): the next count, when 5 % cheaper.
+      const auto cost = [](const Found& f) {
+        return seconds_per_token(f.time) * f.setup.total_gpus();
+      };
+      const double fewest_cost = cost(*found);
+      keep(card, std::move(*found));
+      for (const int n : counts) {
+        if (n > limit) {
+          auto next = plain_search.best(*card.gpu, n, Objective::balanced);
+          if (next && cost(*next) < fewest_cost * 0.95) {
+            keep(card, std::move(*next));
+          }
+          break;
+        }
+      }
+    }
+    if (!constraints.no_quant) {
+      if (auto found = quant_search.fewest(*card.gpu, below(counts, limit),
+                                           Objective::balanced)) {
+        limit = found->setup.total_gpus();
+        keep(card, std::move(*found));
+      }
+    }
+    if (!constraints.no_offload) {
+      if (auto found = offload_search.fewest(*card.gpu, below(counts, limit),
+                                             Objective::balanced)) {
+        keep(card, std::move(*found));
+      }
+    }
+  }
+  result.evaluated =
+      plain_search.priced() + quant_search.priced() + offload_search.priced();
+  result.front = static_cast<std::int64_t>(plans.size());
+  std::stable_sort(
+      plans.begin(), plans.end(), [](const FitPlan& a, const FitPlan& b) {
+        const bool oa =
+            a.setup.offload != Offload::none || a.setup.activation_offload;
+        const bool ob =
+            b.setup.offload != Offload::none || b.setup.activation_offload;
+        if (oa != ob) {
+          return ob;  // CPU offload last
+        }
+        if (a.risk != b.risk) {
+          return a.risk < b.risk;
+        }
+        // Cost in 5 % buckets, then the fewest GPUs.
+        const auto bucket = [](const FitPlan& p) {
+          const double k = rank_key(p);
+          return k > 0 ? std::floor(std::log(k) / std::log(1.05)) : 0.0;
+        };
+        if (bucket(a) != bucket(b)) {
+          return bucket(a) < bucket(b);
+        }
+        return a.setup.total_gpus() < b.setup.total_gpus();
+      });
+  if (plans.size() > static_cast<std::size_t>(std::max(constraints.top, 0))) {
+    plans.resize(static_cast<std::size_t>(std::max(constraints.top, 0)));
+  }
+  result.plans = std::move(plans);
+  return result;
 }
 
 }  // namespace oomplan

@@ -178,6 +178,14 @@ unsigned lora_targets_from_text(std::string_view text) {
   return targets;
 }
 
+std::vector<std::string_view> lora_target_names() {
+  std::vector<std::string_view> names;
+  for (const auto& target : k_targets) {
+    names.push_back(target.name);
+  }
+  return names;
+}
+
 std::string lora_targets_text(unsigned targets) {
   if (targets == (k_lora_q | k_lora_v)) {
     return "qv";

@@ -1,4 +1,6 @@
-#include "oomplan/advice.hpp"
+#include "oomplan/time.hpp"
+
+#include "oomplan/capability.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +31,12 @@ constexpr double k_cpu_adam_params_per_s = 2e9;
 // backward: QLoRA steps run about 30 % slower than 16-bit LoRA (QLoRA paper
 // §5 and the peft/bnb benchmarks).
 constexpr double k_nf4_train_factor = 1.3;
+// bitsandbytes LLM.int8() in transformers splits every matmul into an int8
+// part and an fp16 outlier part and dequantizes the result: it runs no
+// faster than the 16-bit model, about 15-23 % slower on BLOOM-176B (Dettmers
+// et al. 2022, LLM.int8(), §"Inference speed and memory"; the hf-bitsandbytes
+// integration blog).
+constexpr double k_llm_int8_slowdown = 1.2;
 
 // Every transformer block: decoder-only layers plus an encoder-decoder's
 // decoder stack.
@@ -42,7 +50,7 @@ double gb_s(double gb) {
 
 // Tensor-core peak for the compute dtype: fp32 runs as TF32, half the
 // bf16 rate on A100/H100.
-double peak_flops(const Gpu& gpu, const Setup& setup) {
+double peak_flops(const Gpu& gpu, const Resolved& setup) {
   const double bf16 = gpu.bf16_tflops * 1e12;
   return setup.dtype == Dtype::fp32 ? bf16 / 2 : bf16;
 }
@@ -62,7 +70,7 @@ double inter_node_bytes_s(const Gpu& gpu) {
 }
 
 // Weights read per forward pass (all layers, split by tp), in bytes.
-double weight_read_bytes(const Model& model, const Setup& setup) {
+double weight_read_bytes(const Model& model, const Resolved& setup) {
   return static_cast<double>(weight_bytes(
       model, setup, WeightShare{0, all_layers(model), true, true}));
 }
@@ -122,7 +130,7 @@ double attention_flops_per_token(const Model& model, double seq) {
 
 // Trainable parameters: all of them in full fine-tuning; LoRA adapters
 // r x (in + out) per targeted projection per layer (peft LoraLayer A and B).
-double trainable_params(const Model& model, const Setup& setup,
+double trainable_params(const Model& model, const Resolved& setup,
                         const ParamCounts& p) {
   if (setup.mode == Mode::full) {
     return static_cast<double>(p.total());
@@ -146,10 +154,10 @@ double trainable_params(const Model& model, const Setup& setup,
   return per_layer * setup.lora_rank * static_cast<double>(all_layers(model));
 }
 
-StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
-                       const ParamCounts& params) {
+StepTime training_time(const Model& model, const Gpu& gpu,
+                       const Resolved& setup, const ParamCounts& params) {
   StepTime t;
-  const int tp = std::max(setup.tp, 1);
+  const int tp = setup.tp;
   const int pp = std::max(setup.pp, 1);
   const int dp = std::max(setup.dp(), 1);
   const int accum = std::max(setup.grad_accum, 1);
@@ -209,7 +217,7 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
       trainable_params(model, setup, params) / (tp * pp) * dtype_b;
   if (dp > 1) {
     const double ring = static_cast<double>(dp - 1) / dp;
-    if (setup.zero_stage() >= 3) {
+    if (setup.zero >= 3) {
       dp_comm = (2 * ring * weights + ring * grads) * accum / dp_link;
     } else {
       dp_comm = 2 * ring * grads / dp_link;
@@ -222,7 +230,7 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // weights back once per step and runs Adam on the CPU; parameter offload
   // fetches the weight shard for forward and backward every micro-batch.
   const double pcie = gb_s(gpu.pcie_gb_s);
-  const double shard = setup.zero_stage() >= 1 ? dp : 1;
+  const double shard = setup.zero >= 1 ? dp : 1;
   double offload = 0;
   if (setup.offload == Offload::optimizer || setup.offload == Offload::all) {
     const double state_params =
@@ -231,7 +239,7 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
     offload += state_params * setup.gpus / k_cpu_adam_params_per_s;
   }
   if (setup.offload == Offload::params || setup.offload == Offload::all) {
-    const double fetched = setup.zero_stage() >= 3 ? weights / dp : weights;
+    const double fetched = setup.zero >= 3 ? weights / dp : weights;
     offload += 2 * fetched / pcie * accum;
   }
   // Activation offload (torchtune): each layer's saved input goes to the host
@@ -254,10 +262,11 @@ StepTime training_time(const Model& model, const Gpu& gpu, const Setup& setup,
   return t;
 }
 
-StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
-                        const ParamCounts& params, std::int64_t batch_cap) {
+StepTime inference_time(const Model& model, const Gpu& gpu,
+                        const Resolved& setup, const ParamCounts& params,
+                        std::int64_t batch_cap) {
   StepTime t;
-  const int tp = std::max(setup.tp, 1);
+  const int tp = setup.tp;
   const int pp = std::max(setup.pp, 1);
   // --split layers: one process holds all GPUs (transformers device_map).
   const int replicas =
@@ -284,6 +293,12 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   // (1 - k/E)^batch. The experts' share of the bytes is their share of the
   // parameters.
   double weights = weight_read_bytes(model, setup);
+  if (setup.engine == Engine::hf && setup.quant == Quant::int8) {
+    // LLM.int8(): the 16-bit model's time, and then some.
+    Resolved sixteen = setup;
+    sixteen.quant = Quant::none;
+    weights = weight_read_bytes(model, sixteen) * k_llm_int8_slowdown;
+  }
   if (model.num_experts > 0 && params.total() > 0) {
     const double share = static_cast<double>(params.experts) /
                          static_cast<double>(params.total());
@@ -328,21 +343,22 @@ StepTime inference_time(const Model& model, const Gpu& gpu, const Setup& setup,
   return t;
 }
 
-StepTime finish(StepTime t, const Setup& setup) {
+StepTime finish(StepTime t, const Resolved& setup) {
   if (t.step_s > 0) {
     t.tokens_per_s = t.tokens_per_step / t.step_s;
   }
-  if (setup.price > 0 && t.tokens_per_s > 0) {
+  if (setup.price && t.tokens_per_s > 0) {
     // USD per GPU-hour x GPUs / tokens per hour, per million tokens.
     t.usd_per_mtok =
-        setup.price * setup.total_gpus() / (t.tokens_per_s * 3600.0) * 1e6;
+        *setup.price * setup.total_gpus() / (t.tokens_per_s * 3600.0) * 1e6;
   }
   return t;
 }
 
 }  // namespace
 
-StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup) {
+StepTime estimate_time(const Model& model, const Gpu& gpu,
+                       const Resolved& setup) {
   const ParamCounts params = count_params(model);
   return finish(setup.training()
                     ? training_time(model, gpu, setup, params)
@@ -350,8 +366,8 @@ StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup) {
                 setup);
 }
 
-StepTime estimate_time(const Model& model, const Gpu& gpu, const Setup& setup,
-                       const Budget& budget) {
+StepTime estimate_time(const Model& model, const Gpu& gpu,
+                       const Resolved& setup, const Budget& budget) {
   if (setup.training()) {
     return estimate_time(model, gpu, setup);
   }

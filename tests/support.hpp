@@ -6,6 +6,9 @@
 #include "cli/cli.hpp"
 
 #include "oomplan/catalog.hpp"
+#include "oomplan/plan.hpp"
+
+#include <catch2/catch.hpp>
 
 #include <array>
 #include <cstdio>
@@ -54,6 +57,15 @@ inline Model llama2_7b() {
   m.vocab_size = 32000;
   m.max_position_embeddings = 4096;
   return m;
+}
+
+// The budget of `setup` through the plan pipeline; REQUIRES that check()
+// finds no problem.
+inline Budget budget(const Model& model, const Gpu& gpu, const Setup& setup) {
+  const Pricing pricing = price(model, gpu, setup);
+  INFO(pricing.problem);
+  REQUIRE(pricing.priced.has_value());
+  return pricing.priced->budget;
 }
 
 struct CliResult {

@@ -7,11 +7,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -435,33 +437,63 @@ TEST_CASE("cli: bad input never crashes or hangs on odd arguments", "[cli]") {
   }
 }
 
-TEST_CASE("cli: README's example output is what the binary prints", "[cli]") {
-  const std::string readme =
-      read_text(std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
-  const std::string begin = "<!-- oomplan-example:begin -->";
-  const std::string end = "<!-- oomplan-example:end -->";
-  const auto r = run_binary(k_readme_args);
-  REQUIRE(r.code == 0);
-  const std::string expected_block =
-      "```text\n$ oomplan " + k_readme_args + "\n" + r.out + "```\n";
-  const auto b = readme.find(begin);
-  const auto e = readme.find(end);
-  // The block: a ```text fence, the command line, the output, the fence.
-  std::string block;
-  if (b != std::string::npos && e != std::string::npos && e > b) {
-    block = readme.substr(b + begin.size(), e - b - begin.size());
-    while (!block.empty() && block.front() == '\n') {
-      block.erase(0, 1);
+// README's examples: every ```text block that starts with "$ oomplan " holds
+// commands and, after each, exactly what it prints (stdout, then stderr).
+struct ReadmeExample {
+  std::string command;  // after "$ oomplan "
+  std::string expected;
+};
+
+std::vector<ReadmeExample> readme_examples(const std::string& readme) {
+  std::vector<ReadmeExample> examples;
+  std::istringstream in(readme);
+  std::string line;
+  bool in_block = false;
+  bool example_block = false;
+  while (std::getline(in, line)) {
+    if (!in_block && line == "```text") {
+      in_block = true;
+      example_block = false;
+      continue;
+    }
+    if (in_block && line == "```") {
+      in_block = false;
+      continue;
+    }
+    if (!in_block) {
+      continue;
+    }
+    if (line.rfind("$ oomplan ", 0) == 0) {
+      example_block = true;
+      examples.push_back({line.substr(10), ""});
+    } else if (example_block) {
+      examples.back().expected += line + "\n";
     }
   }
-  if (block != expected_block) {
-    // Raw, unwrapped, so it can be pasted as is.
-    std::cerr << "README.md's example is stale; paste this between " << begin
-              << " and " << end << ":\n"
-              << expected_block;
+  return examples;
+}
+
+TEST_CASE("cli: every README example prints what the binary prints", "[cli]") {
+  const std::string readme =
+      read_text(std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
+  const auto examples = readme_examples(readme);
+  // The opening example, the fix checklist, sizing, the errors, ...
+  CHECK(examples.size() >= 12);
+  for (const ReadmeExample& example : examples) {
+    INFO("$ oomplan " << example.command);
+    const auto r = run_cli(words(example.command));
+    const std::string actual = r.out + r.err;
+    if (actual != example.expected) {
+      // Raw, unwrapped, so it can be pasted into README.md as is.
+      std::cerr << "README.md's example is stale; it prints:\n$ oomplan "
+                << example.command << "\n"
+                << actual;
+    }
+    CHECK(actual == example.expected);
   }
-  CHECK(b != std::string::npos);
-  CHECK(block == expected_block);
+  // The first is the one README's first command runs.
+  REQUIRE_FALSE(examples.empty());
+  CHECK(examples.front().command == k_readme_args);
 }
 
 TEST_CASE("cli: a repeated option takes its last value", "[cli]") {
@@ -509,4 +541,42 @@ TEST_CASE(
         "GPUs), or --split layers\n");
   CHECK(run_cli({"llama3-70b", "--gpus", "3xA100-80", "--split", "layers"})
             .code == 0);
+}
+
+TEST_CASE("cli: only regular files are read, and none beyond 16 MiB", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("oomplan_files_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto refused = [](const std::string& path, const std::string& why) {
+    INFO(path);
+    const auto r = run_cli({path, "--gpus", "1xH100"});
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("oomplan: error: '" + path) &&
+                          Catch::Contains(why));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  // A FIFO would block the read forever; /dev/zero (here behind a
+  // config.json link) would never end.
+  const fs::path fifo = dir / "fifo.json";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  refused(fifo.string(), "is not a regular file");
+  const fs::path folder = dir / "zero";
+  fs::create_directories(folder);
+  fs::create_symlink("/dev/zero", folder / "config.json");
+  refused((folder / "config.json").string(), "is not a regular file");
+  // A 17 MiB config.json (sparse: nothing is written).
+  const fs::path big = dir / "big.json";
+  { std::ofstream(big.string()) << "{"; }
+  fs::resize_file(big, std::uintmax_t{17} << 20);
+  refused(big.string(), "larger than the 16 MiB limit");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: control characters in echoed input stay on one line", "[cli]") {
+  const auto r = run_cli({"lama\n3-70b\x1b[31m", "--gpus", "1xH100"});
+  CHECK(r.code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains("'lama\\n3-70b\\x1b[31m'"));
 }

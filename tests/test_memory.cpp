@@ -23,13 +23,15 @@ Gpu a100() {
 }
 
 Budget plan(const Model& m, const Gpu& g, Setup s) {
-  s = resolve_setup(m, s);
-  validate_setup(m, g, s);
-  return memory(m, g, s);
+  return test::budget(m, g, s);
 }
 
-Bytes all_weights(const Model& m, const Setup& s) {
+Bytes all_weights(const Model& m, const Resolved& s) {
   return weight_bytes(m, s, WeightShare{0, m.num_layers, true, true});
+}
+
+Resolved resolved(const Model& m, const Setup& s) {
+  return resolve(m, a100(), s);
 }
 
 }  // namespace
@@ -37,7 +39,7 @@ Bytes all_weights(const Model& m, const Setup& s) {
 TEST_CASE("memory: Llama-3-70B KV cache is 327,680 B per token in bf16",
           "[memory]") {
   const Model m = llama3_70b();
-  Setup s;
+  Resolved s;
   s.tp = 1;
   // 2 (K,V) x 80 layers x 8 KV heads x 128 head_dim x 2 B = 327,680
   CHECK(kv_bytes_per_token(m, s, 0, 80) == 327'680);
@@ -49,7 +51,7 @@ TEST_CASE("memory: Llama-3-70B KV cache is 327,680 B per token in bf16",
   s.kv_dtype = Dtype::fp8;
   CHECK(kv_bytes_per_token(m, s, 0, 80) == 163'840);
   // batch 2 x seq 8192 tokens in bf16: 327,680 x 16,384 = 5,368,709,120
-  s.kv_dtype.reset();
+  s.kv_dtype = Dtype::bf16;
   CHECK(kv_cache_bytes(m, s, 0, 80, 2, 8192) == 5'368'709'120);
 }
 
@@ -59,14 +61,14 @@ TEST_CASE("memory: KV heads are replicated when tp exceeds them", "[memory]") {
   s.gpus = 16;
   s.tp = 16;
   // 8 KV heads over 16 GPUs: one head per GPU, 2 x 80 x 1 x 128 x 2 = 40,960
-  CHECK(kv_bytes_per_token(m, s, 0, 80) == 40'960);
+  CHECK(kv_bytes_per_token(m, resolved(m, s), 0, 80) == 40'960);
   const Budget b = plan(m, a100(), s);
   CHECK(b.has(Warning::kv_replicated));
 }
 
 TEST_CASE("memory: Llama-3-70B weights per GPU at tp=4 are exact", "[memory]") {
   const Model m = llama3_70b();
-  Setup s;
+  Resolved s;
   s.tp = 4;
   s.quant = Quant::none;
   // Per layer: q 8192^2 + k,v 2 x 8192 x 1024 + o 8192^2 + MLP 3 x 8192 x
@@ -85,7 +87,7 @@ TEST_CASE(
     "quantization",
     "[memory]") {
   const Model m = llama2_7b();
-  Setup s;
+  Resolved s;
   s.tp = 1;
   // Linear: 32 x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376 params.
   // Norms 266,240 and embedding + lm_head 262,144,000 stay bf16.
@@ -119,7 +121,7 @@ TEST_CASE("memory: gpt-oss MXFP4 weights reproduce the checkpoint bytes",
   for (const auto& [name, bytes] : cases) {
     INFO(name);
     const Model& m = find_model(cat, name);
-    const Setup s = resolve_setup(m, Setup{});
+    const Resolved s = resolved(m, Setup{});
     CHECK(s.quant == Quant::mxfp4);
     CHECK(weight_bytes(m, s, WeightShare{0, m.num_layers, true, true}) ==
           bytes);
@@ -131,7 +133,7 @@ TEST_CASE(
     "MTP layer",
     "[memory]") {
   const Model& m = find_model(test::catalog(), "deepseek-v3");
-  Setup s = resolve_setup(m, Setup{});
+  const Resolved s = resolved(m, Setup{});
   CHECK(s.quant == Quant::fp8);
   // Loaded model: 61 layers, fp8 + fp32 128x128 block scales, bf16 embedding
   // and lm_head. The checkpoint (688,586,727,753 B) also holds the MTP module
@@ -156,24 +158,23 @@ TEST_CASE(
   Setup s;
   s.gpus = 3;
   s.tp = 3;
-  const Setup r = resolve_setup(m, s);
-  CHECK_THROWS_WITH(validate_setup(m, a100(), r),
-                    "--tp 3 does not divide the 64 attention heads of "
-                    "llama-3-70b; valid: 1, 2, 4, 8, 16, 32, 64");
-  s.gpus = 4;
+  CHECK(check(m, a100(), s) ==
+        "--tp 3 does not divide the 64 attention heads of "
+        "llama-3-70b; valid: 1, 2, 4, 8, 16, 32, 64");
+  s.gpus = 400;
   s.tp = 4;
   s.pp = 100;
-  CHECK_THROWS_WITH(validate_setup(m, a100(), resolve_setup(m, s)),
-                    Catch::Contains("--pp 100 exceeds the 80 layers"));
+  CHECK_THAT(check(m, a100(), s).value_or(""),
+             Catch::Contains("--pp 100 exceeds the 80 layers"));
   s.gpus = 6;
   s.tp = 4;
   s.pp = 1;
-  CHECK_THROWS_WITH(validate_setup(m, a100(), resolve_setup(m, s)),
-                    Catch::Contains("does not divide the 6 GPUs"));
+  CHECK_THAT(check(m, a100(), s).value_or(""),
+             Catch::Contains("does not divide the 6 GPUs"));
 }
 
 TEST_CASE(
-    "memory: resolve_setup fills tp, max_model_len, quant and "
+    "plan: resolve fills tp, max_model_len, quant and "
     "batched tokens",
     "[memory]") {
   const Model m = llama3_70b();
@@ -181,23 +182,25 @@ TEST_CASE(
   s.gpus = 8;
   s.pp = 2;
   s.seq = 6144;
-  Setup r = resolve_setup(m, s);
+  Resolved r = resolved(m, s);
   CHECK(r.tp == 4);
   CHECK(r.max_model_len == 6144);
   CHECK(r.quant == Quant::none);
-  CHECK(r.max_num_batched_tokens == 8192);
+  // vLLM's per-card budget (get_batch_defaults): 2048 on an A100, which it
+  // excludes from the 8192 of other >= 70 GiB cards.
+  CHECK(r.max_num_batched_tokens == 2048);
   // A --seq past the 8192-token context leaves max_model_len at the context
   // (vLLM's derived default), not at a length vLLM refuses.
   s.seq = 16384;
-  CHECK(resolve_setup(m, s).max_model_len == 8192);
+  CHECK(resolved(m, s).max_model_len == 8192);
   s.max_model_len = 16384;  // explicit: kept, and vLLM's error follows
-  CHECK(resolve_setup(m, s).max_model_len == 16384);
-  s.max_model_len = 0;
+  CHECK(resolved(m, s).max_model_len == 16384);
+  s.max_model_len.reset();
   s.seq = 6144;
   s.vllm_version = VllmEra::v0;
-  CHECK(resolve_setup(m, s).max_num_batched_tokens == 6144);
+  CHECK(resolved(m, s).max_num_batched_tokens == 6144);
   s.mode = Mode::qlora;
-  r = resolve_setup(m, s);
+  r = resolved(m, s);
   CHECK(r.tp == 1);
   CHECK(r.quant == Quant::nf4);
 }
@@ -285,7 +288,7 @@ TEST_CASE("memory: per-GPU weights never rise with more GPUs", "[memory]") {
       }
       Setup s;
       s.gpus = tp;
-      const Setup r = resolve_setup(m, s);
+      const Resolved r = resolved(m, s);
       const Bytes w = all_weights(m, r);
       if (previous >= 0) {
         CHECK(w <= previous);
@@ -307,7 +310,7 @@ TEST_CASE("memory: KV and activations never shrink with longer sequences",
         Setup s;
         s.seq = seq;
         s.attn = attn;
-        const Budget b = memory(m, g, resolve_setup(m, s));
+        const Budget b = memory(m, g, resolve(m, g, s));
         if (attn == Attn::flash) {
           CHECK(b.bytes_of("kv_cache") >= kv);
           CHECK(b.bytes_of("activations") >= act);
@@ -322,7 +325,7 @@ TEST_CASE("memory: KV and activations never shrink with longer sequences",
 TEST_CASE("memory: quantized weights are below bf16 weights", "[memory]") {
   for (const Model& m : test::catalog().models) {
     INFO(m.name);
-    Setup s;
+    Resolved s;
     s.tp = 1;
     s.quant = Quant::none;
     const Bytes bf16 = all_weights(m, s);
@@ -352,7 +355,7 @@ TEST_CASE("memory: nothing overflows at the CLI's input bounds", "[memory]") {
     s.max_model_len = 10'000'000;
     s.max_num_batched_tokens = 10'000'000;
     s.max_num_seqs = 1'000'000;
-    const Budget b = memory(m, a100(), resolve_setup(m, s));
+    const Budget b = memory(m, a100(), resolve(m, a100(), s));
     for (std::size_t i = 0; i < b.count; ++i) {
       INFO(b.components[i].name);
       CHECK(b.components[i].bytes >= 0);
@@ -378,7 +381,7 @@ TEST_CASE("memory: bitsandbytes 4-bit prefill dequantizes one MLP matrix",
 
 TEST_CASE("memory: sliding-window layers hold at most the window", "[memory]") {
   const Model& m = find_model(test::catalog(), "gpt-oss-20b");
-  Setup s;
+  Resolved s;
   s.tp = 1;
   // 24 layers alternate sliding (128 tokens) and full attention; one layer
   // holds 2 x 8 KV heads x 64 x 2 B = 2,048 B per token.
@@ -391,7 +394,7 @@ TEST_CASE("memory: sliding-window layers hold at most the window", "[memory]") {
 
 TEST_CASE("memory: MLA caches the latent, not the heads", "[memory]") {
   const Model& m = find_model(test::catalog(), "deepseek-v3");
-  Setup s;
+  Resolved s;
   s.tp = 8;
   // 61 layers x (512 + 64) x 2 B = 70,272 B per token, the same on every GPU
   CHECK(kv_bytes_per_token(m, s, 0, 61) == 70'272);

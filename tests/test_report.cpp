@@ -80,16 +80,19 @@ Plan failing_plan() {
             .phase = Phase::load};
   Fix fix;
   fix.rank = 1;
-  fix.id = "int4-weights";
+  fix.id = "quantize-4bit";
+  fix.group = FixGroup::same_hardware;
   fix.title = "Quantize the weights to 4 bits (AWQ)";
+  fix.request = plan.request;
+  fix.request.quant = Quant::awq;
   fix.setup = plan.setup;
   fix.setup.quant = Quant::awq;
   fix.total_bytes = 30 * k_gib;
   fix.fits = true;
   fix.saves_bytes = 70 * k_gib;
-  fix.cost_class = CostClass::accuracy;
-  fix.cost = "accuracy risk";
-  fix.engine_flags = "--quantization awq";
+  fix.risk = Risk::moderate;
+  fix.cost = "moderate accuracy risk (4-bit AWQ weights)";
+  fix.launch = {{"vLLM", "--quantization awq"}};
   plan.fixes.push_back(fix);
   return plan;
 }
@@ -129,12 +132,13 @@ TEST_CASE("report: a plan that does not fit shows the shortfall and the fixes",
                              "GiB over the 80.00 GiB usable\n"));
   CHECK_THAT(text, Catch::Contains("fixes, best first"));
   CHECK_THAT(text, Catch::Contains("   #       new peak  fits  fix\n"
+                                   "  on the same GPUs, the same job:\n"
                                    "   1      30.00 GiB  yes   Quantize the "
                                    "weights to 4 bits (AWQ)\n"
-                                   "                           cost: accuracy "
-                                   "risk\n"
+                                   "                           cost: moderate "
+                                   "accuracy risk (4-bit AWQ weights)\n"
                                    "                           oomplan toy"));
-  CHECK_THAT(text, Catch::Contains("\n                           launch: "
+  CHECK_THAT(text, Catch::Contains("\n                           vLLM: "
                                    "--quantization awq\n"));
 }
 
@@ -179,12 +183,15 @@ TEST_CASE("report: JSON carries every oomplan.plan/1 key with integer bytes",
   CHECK(doc["headroom_bytes"] == -20 * k_gib);
   CHECK(doc["fits"] == false);
   const json& fix = doc["fixes"][0];
-  for (const char* key : {"rank", "id", "title", "args", "total_bytes", "fits",
-                          "saves_bytes", "cost"}) {
+  for (const char* key : {"rank", "id", "title", "group", "args", "argv",
+                          "total_bytes", "fits", "saves_bytes", "step_factor",
+                          "host_bytes", "host_capacity_bytes", "cost"}) {
     INFO(key);
     CHECK(fix.contains(key));
   }
-  CHECK(fix["id"] == "int4-weights");
+  CHECK(fix["id"] == "quantize-4bit");
+  CHECK(fix["group"] == "same-hardware");
+  CHECK(fix["argv"].front() == "toy");
   CHECK(fix["saves_bytes"] == 70 * k_gib);
   CHECK(doc["peak"]["allocated_bytes"] == 100 * k_gib);
   CHECK(doc["peak"]["phase"] == "load");
@@ -288,8 +295,10 @@ TEST_CASE("report: markdown renders the budget as a table for PR comments",
   piped.budget.components[0].formula = "a | b";
   CHECK_THAT(render_markdown(piped), Catch::Contains("| `a \\| b` |"));
   const std::string failing = render_markdown(failing_plan());
-  CHECK_THAT(failing, Catch::Contains("| 1 | Quantize the weights to 4 bits "
-                                      "(AWQ) | 30.00 | yes | accuracy risk |"));
+  CHECK_THAT(failing,
+             Catch::Contains("| 1 | same-hardware | Quantize the weights to 4 "
+                             "bits (AWQ) | 30.00 | yes | moderate accuracy "
+                             "risk (4-bit AWQ weights) |"));
 }
 
 TEST_CASE("report: the catalog lists render as tables and JSON", "[report]") {

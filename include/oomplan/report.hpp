@@ -1,29 +1,17 @@
 #pragma once
 
-// Rendering: a Plan as text, JSON (oomplan.plan/1) or Markdown. No arithmetic
-// beyond bytes -> GiB for display.
+// Rendering: a Plan (plan.hpp) as text, JSON (oomplan.plan/1) or Markdown;
+// sizing, fit and the catalog likewise. No arithmetic beyond bytes -> GiB for
+// display; the setup line and the JSON `setup` object come from the option
+// table (options.hpp).
 
-#include "oomplan/advice.hpp"
 #include "oomplan/catalog.hpp"
-#include "oomplan/memory.hpp"
-#include "oomplan/search.hpp"
+#include "oomplan/plan.hpp"
 
 #include <string>
 #include <vector>
 
 namespace oomplan {
-
-// Everything one `oomplan plan` run shows.
-struct Plan {
-  const Model* model = nullptr;
-  const Gpu* gpu = nullptr;
-  Setup setup;  // resolved
-  Budget budget;
-  std::vector<Fix> fixes;
-  StepTime time;
-  std::string
-      model_arg;  // what the user typed for MODEL (for fix command lines)
-};
 
 struct RenderOptions {
   bool color = false;
@@ -33,30 +21,9 @@ std::string render_text(const Plan& plan, const RenderOptions& options);
 std::string render_json(const Plan& plan);
 std::string render_markdown(const Plan& plan);
 
-// The complete command line after `oomplan` that plans `setup` (DESIGN §2
-// fixes[].args).
-std::string plan_args(const std::string& model_arg, const Gpu& gpu,
-                      const Setup& setup);
-
 // Warning bits -> sentences.
 std::vector<std::string> warning_texts(const Plan& plan);
 
-// `oomplan MODEL` without --gpus: for each common GPU, the fewest that fit.
-struct SizingRow {
-  const Gpu* gpu = nullptr;
-  int count = 0;  // total GPUs of the smallest setup tried that fits; 0: none
-  Setup setup;    // that setup, resolved (the last one tried when none fits)
-  Bytes total_bytes = 0;   // per GPU
-  Bytes usable_bytes = 0;  // per GPU
-  bool fits = false;
-};
-struct Sizing {
-  const Model* model = nullptr;
-  Setup setup;            // the user's setup (gpus unset)
-  std::string model_arg;  // what the user typed for MODEL
-  int max_gpus = 0;       // the largest count tried
-  std::vector<SizingRow> rows;
-};
 std::string render_sizing_text(const Sizing& sizing,
                                const RenderOptions& options);
 // {"schema": "oomplan.sizing/1", "model", "max_gpus", "options": [...]}; each

@@ -1,56 +1,181 @@
 #pragma once
 
-// `oomplan fit`: enumerate GPU type, count, tp, pp, dp, ZeRO stage,
-// micro-batch, checkpointing, offload, quantization and KV dtype; every
-// candidate is priced by memory(); keep the Pareto front on (GPUs, estimated
-// step time, headroom).
+// The one search behind the advisor, sizing without --gpus and `oomplan fit`
+// (DESIGN §3). Around a setup the user asked for it turns the knobs of
+// DESIGN §2 that keep the job (ZeRO stage, checkpointing, chunked loss,
+// micro-batch with grad-accum, tp/pp layouts on the same cards, weight and KV
+// formats, gpu-util, optimizer, precision, offload, ...) on one card and GPU
+// count. Every candidate is priced by the plan pipeline (price()); the
+// cheapest that fits with the required headroom wins, "cheapest" weighing
+// the time model's step time against the accuracy risk of the moves.
 
-#include "oomplan/advice.hpp"
 #include "oomplan/gpu.hpp"
 #include "oomplan/memory.hpp"
 #include "oomplan/model.hpp"
 #include "oomplan/setup.hpp"
+#include "oomplan/time.hpp"
 
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace oomplan {
 
+// The largest GPU count sizing without --gpus and the advisor try, and fit's
+// default bound (8 nodes of 8 GPUs); `oomplan fit --max-gpus` goes further.
+inline constexpr int k_sizing_max_gpus = 64;
+
+// The GPU counts a search tries up to `max_gpus`: 1, 2, 4, 8 inside one node,
+// then every whole number of 8-GPU nodes.
+std::vector<int> gpu_counts(int max_gpus);
+
+// How much a move risks the model's accuracy.
+enum class Risk {
+  none,
+  low,       // 8-bit optimizer states, fp8 KV, 8-bit weights, pure bf16
+  moderate,  // 4-bit weights
+};
+std::string_view risk_name(Risk risk);  // "none", "low", "moderate"
+
+// The weight formats a 16-bit inference plan on `gpu` can move to, 8-bit
+// before 4-bit: int8 (transformers only: vLLM has no on-the-fly int8), fp8
+// where it runs (vLLM weight-only from Ampere; transformers' FBGEMM needs fp8
+// tensor cores), then AWQ (vLLM) or NF4 (transformers).
+std::vector<Quant> quantization_options(const Gpu& gpu, Engine engine);
+
+// What a search may change besides the free and compute knobs. Changes of
+// the job (sequence length, LoRA instead of full, global batch, fewer
+// concurrent sequences) are never made by a search.
+struct SearchScope {
+  bool layouts = true;   // other tp / pp (and --split layers) on the GPUs
+  bool quantize = true;  // weight and KV formats, 8-bit states, pure 16-bit
+  bool offload = true;   // CPU offload of states, weights or activations
+};
+
+// The order of preference among setups that fit.
+enum class Objective {
+  balanced,  // step time weighted by the moves' accuracy risk (the default)
+  fastest,   // step time alone
+  safest,    // the least accuracy risk, then step time
+};
+
+// One move: a knob turned, in words.
+struct Move {
+  std::string id;     // "zero-stage", "checkpointing-full", ...
+  std::string title;  // "ZeRO stage 0 -> 3"
+  Risk risk = Risk::none;
+  // What the change asks of the user's stack beyond a config value, as a
+  // share of a step's time it is worth: tensor or pipeline parallelism in
+  // training needs Megatron or torchtitan rather than Trainer + DeepSpeed.
+  double effort = 0;
+};
+
+// A setup a search found, with the moves that lead to it from the base.
+// The moves are minimal: undoing any of them no longer fits.
+struct Found {
+  const Gpu* gpu = nullptr;
+  Setup request;  // as asked: plan_argv() plans it again
+  Resolved setup;
+  Budget budget;
+  StepTime time;
+  std::vector<Move> moves;
+  Risk risk = Risk::none;  // the largest of the moves'
+};
+
+// A search around one base setup (its mode, engine, sequence, global batch
+// and model stay). Not thread-safe; cheap to construct.
+class Searcher {
+ public:
+  // `base` is valid for the model on some card (check()); its GPU count is
+  // replaced by each search's.
+  Searcher(const Model& model, const Setup& base, const SearchScope& scope);
+
+  // The best setup on `count` GPUs of `gpu` (whole nodes of k_gpus_per_node
+  // beyond one node) that fits with `headroom_share` of the card free
+  // (nullopt: the plan's own --min-headroom margin); nullopt when none does.
+  std::optional<Found> best(const Gpu& gpu, int count, Objective objective,
+                            std::optional<double> headroom_share = {});
+
+  // The fewest GPUs of `gpu` among `counts` with a setup that fits, and that
+  // setup.
+  std::optional<Found> fewest(const Gpu& gpu, const std::vector<int>& counts,
+                              Objective objective);
+
+  // Candidates priced so far.
+  std::int64_t priced() const { return m_priced; }
+
+ private:
+  struct Dim;
+  // One card and count's knobs and what has been priced there, kept while
+  // searches for several objectives run on them.
+  struct Space;
+  std::vector<Dim> dims(const Gpu& gpu, const Setup& start) const;
+  void rank(const Gpu& gpu, const Setup& start, std::vector<Dim>& knobs) const;
+  Space& space(const Gpu& gpu, int count, std::optional<double> headroom_share);
+  std::optional<Found> search(Space& space, Objective objective);
+
+  const Model& m_model;
+  Setup m_base;
+  SearchScope m_scope;
+  std::vector<std::shared_ptr<Space>> m_spaces;
+  std::int64_t m_priced = 0;
+};
+
+// The setup `base` with `count` GPUs: up to a node, then whole nodes; the
+// tensor-parallel default and a training grad-accum follow the count (the
+// global batch stays when it divides).
+Setup with_gpu_count(const Setup& base, int count, const Model& model);
+
+// --- `oomplan fit`.
+
+// The headroom a plan must keep is the setup's own --min-headroom margin.
 struct FitConstraints {
-  double min_headroom_gib = 0;    // --min-headroom, GiB per GPU
-  int max_gpus = 64;              // --max-gpus: total GPUs, all nodes
-  bool no_offload = false;        // --no-offload: never CPU offload
-  bool no_quant = false;          // --no-quant: no weight or KV quantization
-  std::int64_t global_batch = 0;  // --global-batch sequences; 0: free
-  int top = 10;                   // --top: plans returned
+  int max_gpus = k_sizing_max_gpus;  // --max-gpus: total GPUs
+  bool no_offload = false;           // --no-offload
+  bool no_quant = false;  // --no-quant: no format or state quantization
+  int top = 10;           // --top: plans returned
+};
+
+// One card to fit on: all counts up to the bound, or one fixed count (the
+// count of --gpus NxNAME or of an instance).
+struct FitCard {
+  const Gpu* gpu = nullptr;
+  int count = 0;                           // 0: any count
+  std::optional<double> usd_per_gpu_hour;  // for GPU-hour costs
 };
 
 struct FitPlan {
   const Gpu* gpu = nullptr;
-  Setup setup;  // resolved; plan_args(model_arg, *gpu, setup) reruns it
+  Setup request;   // as asked: plan_args(model_arg, model, *gpu, request)
+  Resolved setup;  // resolved
   Bytes total_bytes = 0;
   Bytes headroom_bytes = 0;
+  Bytes host_bytes = 0;
   bool fits = false;
   StepTime time;
+  std::vector<Move> moves;  // from the user's setup
+  Risk risk = Risk::none;
+  std::optional<double> usd_per_gpu_hour;
+  std::int64_t kv_tokens = 0;  // vLLM: the engine's KV cache, tokens
+  double max_concurrency = 0;  // vLLM: requests of max-model-len at once
 };
 
 struct FitResult {
-  std::vector<FitPlan> plans;  // Pareto front, best first, at most `top`
-  std::int64_t evaluated = 0;  // candidates priced by memory()
-  std::int64_t front = 0;      // plans on the front before the top-N cut
+  std::vector<FitPlan> plans;  // best first, at most `top`
+  std::int64_t evaluated = 0;  // candidates priced
+  std::int64_t front = 0;      // plans before the top-N cut
   Setup base;                  // the user's fixed settings (mode, seq, ...)
   int max_gpus = 0;            // the bound searched
 };
 
-// The GPU counts `fit` (and `oomplan MODEL` without --gpus) try, up to
-// `max_gpus`: 1, 2, 4, 8 inside one node, then whole 8-GPU nodes.
-std::vector<int> gpu_counts(int max_gpus);
-
-// REQUIRES: `base` carries the user's fixed settings (mode, seq, engine, batch
-// for inference, ...; validated, resolved or not); `gpus` the GPU types to
-// try. Training enumerates tp, pp, dp, ZeRO stage, micro-batch (grad-accum
-// keeps --global-batch), checkpointing and offload; inference enumerates tp,
-// pp, replicas, weight quantization and (vLLM) the fp8 KV cache.
-FitResult fit(const Model& model, const std::vector<const Gpu*>& gpus,
+// For each card, the fewest GPUs and every larger count that is faster, each
+// with the cheapest setup that fits; plans are ranked by what the job needs:
+// serving by KV tokens at max-model-len per GPU, training and hf inference by
+// GPU-seconds (or USD) per token. REQUIRES `base` valid.
+FitResult fit(const Model& model, const std::vector<FitCard>& cards,
               const Setup& base, const FitConstraints& constraints);
 
 }  // namespace oomplan

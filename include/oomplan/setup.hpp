@@ -1,11 +1,10 @@
 #pragma once
 
-// Setup: every setting of a plan, with defaults matching DESIGN.md §2 and
-// fields in its order (designated initializers then read like the command
-// line). 0 in tp, max_model_len, max_num_batched_tokens means "resolve the
-// default" (resolve_setup does it once).
+// The settings of one plan: Setup as the user asked for it, Resolved with
+// every default filled in, and the names of their enumerations.
 
 #include "oomplan/dtype.hpp"
+#include "oomplan/units.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -52,23 +51,31 @@ enum class VllmEra {
   current,   // >= 0.11
 };
 
+// Setup: what the user asked for, field by field as the option table
+// (options.hpp) parses it. Defaults match DESIGN.md §2; a field that is
+// derived from the model, the card or other fields when left out is a
+// std::optional (nullopt: "derive it"), or Quant::automatic for --quant auto.
+// resolve() (plan.hpp) turns a Setup into a Resolved, which holds no unset
+// values; memory() only accepts a Resolved.
 struct Setup {
+  // Hardware.
   int gpus = 1;   // GPUs per node (--gpus NxNAME)
   int nodes = 1;  // nodes, each with `gpus` GPUs
+  // Workload.
   Mode mode = Mode::infer;
   Engine engine = Engine::hf;
-  std::int64_t seq = 4096;  // tokens per sequence
-  std::int64_t batch =
-      1;  // micro-batch per data-parallel rank / concurrent sequences
-  Dtype dtype = Dtype::bf16;        // compute dtype and unquantized weights
-  Quant quant = Quant::automatic;   // weights; qlora resolves automatic to nf4
+  std::int64_t seq = 4096;    // tokens per sequence
+  std::int64_t batch = 1;     // micro-batch per DP rank / concurrent sequences
+  Dtype dtype = Dtype::bf16;  // compute dtype and unquantized weights
+  Quant quant = Quant::automatic;  // weights; auto: the checkpoint's, qlora nf4
   std::optional<Dtype> kv_dtype{};  // nullopt: auto (= dtype)
-  int tp = 0;  // 0: infer -> all GPUs of a node, train -> 1
+  std::optional<int> tp{};  // nullopt: infer -> GPUs per node / pp, train -> 1
   int pp = 1;
   bool split_layers = false;  // transformers device_map="auto"
   bool sequence_parallel = false;
-  int zero = 0;       // ZeRO stage 0-3
-  bool fsdp = false;  // FULL_SHARD: stage-3 semantics
+  // Training.
+  std::optional<int> zero{};  // ZeRO stage 0-3; nullopt: 3 with fsdp, else 0
+  bool fsdp = false;          // sharded by FSDP FULL_SHARD (stage-3 semantics)
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
   Attn attn = Attn::flash;
@@ -81,21 +88,80 @@ struct Setup {
   Loss loss = Loss::full;
   bool activation_offload = false;
   int grad_accum = 1;
-  double gpu_util = 0.9;                    // vLLM gpu_memory_utilization
-  std::int64_t max_num_batched_tokens = 0;  // 0: vLLM's default for the era
+  // Serving (vLLM).
+  double gpu_util = 0.9;  // gpu_memory_utilization
+  std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
   bool enforce_eager = false;
   VllmEra vllm_version = VllmEra::current;
-  std::int64_t max_model_len = 0;  // 0: seq
+  std::optional<std::int64_t> max_model_len{};  // nullopt: seq, capped
   std::int64_t max_num_seqs = 256;
-  double overhead_gib =
-      -1;               // < 0: measured default (CUDA context, cuBLAS, NCCL)
-  double reserve = -1;  // < 0: default fragmentation reserve fraction
-  double price = 0;     // USD per GPU-hour, 0: unknown
+  // Overrides (nullopt: the measured defaults).
+  std::optional<double> overhead_gib{};  // CUDA context, cuBLAS, NCCL per GPU
+  std::optional<double> reserve{};       // fragmentation, share of allocated
+  std::optional<double> price{};         // USD per GPU-hour
+  // --min-headroom: the free memory a plan must keep to count as fitting, in
+  // GiB or as a share of the card; nullopt: k_low_headroom_share (none for
+  // vLLM, whose budget is gpu-util by design).
+  std::optional<double> min_headroom_gib{};
+  std::optional<double> min_headroom_share{};
+  std::optional<double> host_ram_gib{};  // CPU RAM per node; nullopt: unknown
 
   int total_gpus() const { return gpus * nodes; }
-  int dp() const { return total_gpus() / (tp * pp); }  // REQUIRES: resolved tp
   bool training() const { return mode != Mode::infer; }
-  int zero_stage() const { return fsdp ? 3 : zero; }
+};
+
+// A Setup with every default filled in for one model and card (plan.hpp
+// resolve()): the only input memory() and estimate_time() accept. Same field
+// names as Setup; nothing is unset, `quant` is never Quant::automatic and
+// `zero` is the stage (3 under fsdp).
+struct Resolved {
+  // Hardware.
+  int gpus = 1;
+  int nodes = 1;
+  // Workload.
+  Mode mode = Mode::infer;
+  Engine engine = Engine::hf;
+  std::int64_t seq = 4096;
+  std::int64_t batch = 1;
+  Dtype dtype = Dtype::bf16;
+  Quant quant = Quant::none;
+  Dtype kv_dtype = Dtype::bf16;
+  int tp = 1;
+  int pp = 1;
+  bool split_layers = false;
+  bool sequence_parallel = false;
+  // Training.
+  int zero = 0;
+  bool fsdp = false;
+  Offload offload = Offload::none;
+  Checkpointing checkpointing = Checkpointing::none;
+  Attn attn = Attn::flash;
+  Precision precision = Precision::mixed;
+  Optimizer optimizer = Optimizer::adamw;
+  bool compile = false;
+  int lora_rank = 16;
+  unsigned lora_targets = k_lora_all;
+  bool optimizer_in_bwd = false;
+  Loss loss = Loss::full;
+  bool activation_offload = false;
+  int grad_accum = 1;
+  // Serving (vLLM).
+  double gpu_util = 0.9;
+  std::int64_t max_num_batched_tokens = 8192;
+  bool enforce_eager = false;
+  VllmEra vllm_version = VllmEra::current;
+  std::int64_t max_model_len = 4096;
+  std::int64_t max_num_seqs = 256;
+  // Overrides the user gave (nullopt: the measured defaults apply).
+  std::optional<double> overhead_gib{};
+  std::optional<double> reserve{};
+  std::optional<double> price{};
+  Bytes min_headroom_bytes = 0;           // the margin, resolved on the card
+  std::optional<Bytes> host_ram_bytes{};  // CPU RAM per node, when known
+
+  int total_gpus() const { return gpus * nodes; }
+  int dp() const { return total_gpus() / (tp * pp); }
+  bool training() const { return mode != Mode::infer; }
 };
 
 std::string_view mode_name(Mode mode);
@@ -132,6 +198,9 @@ Loss loss_from_name(std::string_view name);
 // "qv", "attn", "all" or a comma list of q,k,v,o,gate,up,down -> bit set; 0
 // when invalid.
 unsigned lora_targets_from_text(std::string_view text);
+// The projection names of a comma list, in bit order: q, k, v, o, gate, up,
+// down.
+std::vector<std::string_view> lora_target_names();
 // Bit set -> "q,v" (canonical preset name when one matches: "qv", "attn",
 // "all").
 std::string lora_targets_text(unsigned targets);

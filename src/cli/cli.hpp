@@ -21,6 +21,7 @@ namespace oomplan::cli {
 inline constexpr int k_exit_fits = 0;
 inline constexpr int k_exit_does_not_fit = 1;
 inline constexpr int k_exit_bad_input = 2;
+inline constexpr int k_exit_internal_error = 3;  // a bug: no input reaches it
 
 // Runs oomplan with `args` (without the program name), writing to `out` and
 // `err`. `out_is_terminal` enables colour unless NO_COLOR is set (checked by

@@ -5,8 +5,9 @@
 // Build and run (README "Fuzzing"):
 //   CXX=clang++ cmake -B build-fuzz -DOOMPLAN_FUZZ=ON -DOOMPLAN_TESTS=OFF
 //   cmake --build build-fuzz --target oomplan_fuzz
-//   build-fuzz/fuzz_catalog build-fuzz/corpus/fuzz_catalog \
-//       tests/fuzz/corpus/fuzz_catalog -max_total_time=60
+//   build-fuzz/fuzz_catalog build-fuzz/corpus/catalog tests/fuzz/corpus/catalog
+//   \
+//       -max_total_time=60
 
 #include "fuzz_support.hpp"
 

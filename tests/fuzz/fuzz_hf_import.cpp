@@ -4,7 +4,7 @@
 //
 // The input is the config.json. A top-level "__index__" member stands for the
 // model.safetensors.index.json beside it: an object is passed as its JSON
-// text, a string as raw bytes. The seeds (tests/fuzz/corpus/fuzz_hf_import/)
+// text, a string as raw bytes. The seeds (tests/fuzz/corpus/hf_import/)
 // are the real configs of tests/data/hf/.
 
 #include "fuzz_support.hpp"

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Mutation check: "if I changed this line, which test would go red?"
+#
+# Copies the tracked sources to a scratch folder, builds them once, then for
+# each single-line mutation below: applies it, rebuilds incrementally, runs the
+# whole suite (less the format check) and restores the line. A mutant that
+# passes every test "survives": a rule or constant users depend on that no
+# test pins down. The list holds mutations of rules and constants that change
+# what users are told, not of every line.
+#
+#   bash tests/mutate.sh            # all mutants
+#   bash tests/mutate.sh 3 7        # only mutants 3 and 7
+#
+# Not part of CI (a rebuild per mutant takes minutes); the last line reads
+# "N mutants, M survived".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+scratch=${MUTATE_DIR:-${TMPDIR:-/tmp}/oomplan-mutate}
+jobs=${MUTATE_JOBS:-2}
+
+# file | exact text of the line (one occurrence) | replacement | what it breaks
+mutants=$(cat <<'EOF'
+src/memory_common.cpp|  const bool block_fp8 = quant == Quant::fp8 &&|  const bool block_fp8 = false && quant == Quant::fp8 &&|DeepSeek-V3 block-scaled FP8 weights
+src/options.cpp|      if (!(value > 0 && value <= 1)) {|      if (false) {|--gpu-util range check
+src/plan.cpp|  if (s.engine == Engine::vllm && s.training()) {|  if (false) {|vLLM cannot train
+include/oomplan/memory.hpp|inline constexpr double k_low_headroom_share = 0.05;|inline constexpr double k_low_headroom_share = 0.50;|low-headroom warning threshold
+src/memory_infer.cpp|      (s.tp * s.pp > 1 ? 1.5 : 0.5) * dbl(k_gib);  // context (+ NCCL)|      (s.tp * s.pp > 1 ? 1.5 : 0.7) * dbl(k_gib);  // context (+ NCCL)|vLLM start-up memory (TP1)
+src/memory_train.cpp|constexpr double k_train_reserve = 0.08;|constexpr double k_train_reserve = 0.09;|training allocator reserve
+src/plan.cpp|  if (s.engine == Engine::vllm && s.split_layers) {|  if (false) {|--split layers with vLLM
+src/plan.cpp|  if (r.split_layers && r.gpus > layers) {|  if (false) {|--split layers: more GPUs than layers
+src/memory_common.cpp|    per_layer = 2 * heads * m.head_dim * bytes;|    per_layer = 1 * heads * m.head_dim * bytes;|KV cache holds K and V
+src/memory_infer.cpp|  const double reserve = s.reserve.value_or(0.05);|  const double reserve = s.reserve.value_or(0.04);|inference allocator reserve
+src/memory_common.cpp|      return params * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0));|      return params * (0.5 + 1.0 / 32.0 + 4.0 / (64.0 * 256.0));|NF4 block-64 absmax
+src/memory_common.cpp|      return params * (0.5 + 1.0 / 32.0);|      return params * (0.5 + 1.0 / 16.0);|MXFP4 scale per 32 values
+src/memory_common.cpp|  Bytes bytes = 400 * k_mib;|  Bytes bytes = 500 * k_mib;|CUDA context size
+include/oomplan/capability.hpp|inline constexpr int k_cc_ampere = 80;|inline constexpr int k_cc_ampere = 75;|flash attention / bf16 need sm80
+include/oomplan/capability.hpp|inline constexpr int k_gpus_per_node = 8;|inline constexpr int k_gpus_per_node = 4;|8 GPUs per node
+src/memory.cpp|  return big && !a100 ? 8192 : 2048;|  return big && !a100 ? 8192 : 4096;|vLLM V1 default scheduler budget
+src/plan.cpp|        r.max_model_len > 32768 ? 512|        r.max_model_len > 16384 ? 512|vLLM V0 chunked prefill above 32k
+src/plan.cpp|  r.zero = s.zero.value_or(s.fsdp ? 3 : 0);|  r.zero = s.zero.value_or(s.fsdp ? 2 : 0);|--fsdp is ZeRO stage 3
+src/plan.cpp|  if (model.num_heads > 0 && model.num_heads % r.tp != 0) {|  if (false) {|tp divides the attention heads
+include/oomplan/plan.hpp|inline constexpr double k_advise_headroom_share = 0.10;|inline constexpr double k_advise_headroom_share = 0.0;|fixes for tight plans
+EOF
+)
+
+only=" $* "
+echo "== scratch copy in $scratch"
+rm -rf "$scratch"
+mkdir -p "$scratch"
+git ls-files -z | xargs -0 -I{} cp --parents {} "$scratch"
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$scratch" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
+echo "== baseline build and suite"
+cmake --build "$scratch/build" -j"$jobs" --target oomplan_tests oomplan >/dev/null
+"$scratch/build/tests/oomplan_tests" -a >/dev/null || {
+  echo "the unmutated suite fails; fix it first" >&2
+  exit 1
+}
+
+total=0
+survived=0
+index=0
+while IFS='|' read -r file original replacement what; do
+  [ -n "$file" ] || continue
+  index=$((index + 1))
+  if [ "$only" != "  " ] && [[ "$only" != *" $index "* ]]; then
+    continue
+  fi
+  total=$((total + 1))
+  path="$scratch/$file"
+  count=$(grep -cF -- "$original" "$path" || true)
+  if [ "$count" != 1 ]; then
+    echo "mutant $index ($what): '$original' occurs $count times in $file; update the list" >&2
+    exit 1
+  fi
+  cp "$path" "$path.orig"
+  ORIGINAL="$original" REPLACEMENT="$replacement" python3 - "$path" <<'PY'
+import os, sys
+path = sys.argv[1]
+text = open(path).read()
+open(path, "w").write(text.replace(os.environ["ORIGINAL"], os.environ["REPLACEMENT"], 1))
+PY
+  verdict="killed"
+  if ! cmake --build "$scratch/build" -j"$jobs" --target oomplan_tests oomplan >/dev/null 2>&1; then
+    verdict="killed (does not build)"
+  elif "$scratch/build/tests/oomplan_tests" -a >/dev/null 2>&1; then
+    verdict="SURVIVED"
+    survived=$((survived + 1))
+  fi
+  printf '%2d  %-44s %s\n' "$index" "$what" "$verdict"
+  mv "$path.orig" "$path"
+  touch "$path"
+done <<<"$mutants"
+rm -rf "$scratch"
+echo "$total mutants, $survived survived"

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Regenerates README.md's examples: every ```text block whose first line starts
+with "$ oomplan " gets, after each command, what the built binary prints
+(stdout, then stderr). The test "cli: every README example prints what the
+binary prints" checks the same blocks.
+
+Usage: python3 tests/regen_readme.py [build/oomplan]
+"""
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+root = Path(__file__).resolve().parent.parent
+binary = sys.argv[1] if len(sys.argv) > 1 else str(root / "build" / "oomplan")
+readme = root / "README.md"
+lines = readme.read_text().split("\n")
+out = []
+i = 0
+while i < len(lines):
+    line = lines[i]
+    out.append(line)
+    i += 1
+    if line != "```text" or i >= len(lines) or not lines[i].startswith("$ oomplan "):
+        continue
+    # An example block: keep the commands, replace what follows each.
+    while i < len(lines) and lines[i] != "```":
+        if lines[i].startswith("$ oomplan "):
+            command = lines[i]
+            run = subprocess.run([binary] + shlex.split(command[len("$ oomplan "):]),
+                                 capture_output=True, text=True)
+            out.append(command)
+            out.extend((run.stdout + run.stderr).rstrip("\n").split("\n"))
+        i += 1
+readme.write_text("\n".join(out))

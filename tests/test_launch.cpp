@@ -1,0 +1,661 @@
+// Launch-config readers (launch.hpp): the real configs indexed in
+// tests/data/configs/index.json, vLLM's flag spellings, grouping of files
+// given together, framework defaults and hostile input.
+
+#include "oomplan/error.hpp"
+#include "oomplan/launch.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace {
+
+using oomplan::Error;
+using oomplan::LaunchFile;
+using oomplan::LaunchOption;
+using oomplan::LaunchPlan;
+
+const std::string k_configs = std::string(OOMPLAN_TEST_DATA) + "/configs";
+
+std::optional<std::string> slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Serves the files a config names: first from `root` (where the config's
+// repository root is), then beside the naming file, as the CLI does.
+oomplan::FileLoader corpus_loader(const std::string& root) {
+  return [root](const std::string& path, const std::string& from) {
+    if (auto t = slurp(std::filesystem::path(k_configs) / root / path)) {
+      return t;
+    }
+    return slurp(std::filesystem::path(k_configs) / from).has_value()
+               ? slurp((std::filesystem::path(k_configs) / from).parent_path() /
+                       path)
+               : std::nullopt;
+  };
+}
+
+// Serves files from a map (for hand-written inputs).
+oomplan::FileLoader map_loader(std::map<std::string, std::string> files) {
+  return [files](const std::string& path,
+                 const std::string&) -> std::optional<std::string> {
+    const auto it = files.find(path);
+    if (it == files.end()) {
+      return std::nullopt;
+    }
+    return it->second;
+  };
+}
+
+std::vector<LaunchPlan> read(std::string origin, std::string text,
+                             std::map<std::string, std::string> others = {}) {
+  return oomplan::read_launch_files({{std::move(origin), std::move(text)}},
+                                    map_loader(std::move(others)));
+}
+
+LaunchPlan read_one(std::string origin, std::string text,
+                    std::map<std::string, std::string> others = {}) {
+  auto plans = read(std::move(origin), std::move(text), std::move(others));
+  REQUIRE(plans.size() == 1);
+  return plans.front();
+}
+
+std::map<std::string, std::string> options_of(const LaunchPlan& p) {
+  std::map<std::string, std::string> out;
+  for (const auto& o : p.options) {
+    out[o.flag] = o.value;
+  }
+  return out;
+}
+
+std::string option(const LaunchPlan& p, std::string_view flag) {
+  for (const auto& o : p.options) {
+    if (o.flag == flag) {
+      return o.value;
+    }
+  }
+  return "(absent)";
+}
+
+std::string default_of(const LaunchPlan& p, std::string_view flag) {
+  for (const auto& o : p.framework_defaults) {
+    if (o.flag == flag) {
+      return o.value;
+    }
+  }
+  return "(absent)";
+}
+
+bool contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The message of the Error `f` throws ("" when it throws none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("launch: every indexed real config maps to the plan its index states",
+          "[launch]") {
+  const auto text = slurp(k_configs + "/index.json");
+  REQUIRE(text);
+  const auto index = nlohmann::json::parse(*text);
+  REQUIRE(index.at("configs").size() >= 20);
+  for (const auto& e : index.at("configs")) {
+    const std::string file = e.at("file");
+    INFO(file);
+    const auto& src = e.at("source");
+    CHECK(!src.at("repo").get<std::string>().empty());
+    CHECK(src.at("commit").get<std::string>().size() == 40);
+    std::vector<LaunchFile> files{{file, *slurp(k_configs + "/" + file)}};
+    const auto with = e.value("with", nlohmann::json::array());
+    const auto defaults = e.value("defaults", nlohmann::json::object());
+    const auto unknown = e.value("unknown_keys", nlohmann::json::array());
+    for (const auto& w : with) {
+      files.push_back({w.get<std::string>(),
+                       *slurp(k_configs + "/" + w.get<std::string>())});
+    }
+    const auto load = corpus_loader(e.at("root"));
+    if (e.contains("error")) {
+      CHECK(error_of([&] { oomplan::read_launch_files(files, load); }) ==
+            e.at("error").get<std::string>());
+      continue;
+    }
+    const auto plans = oomplan::read_launch_files(files, load);
+    REQUIRE(plans.size() == 1);
+    const LaunchPlan& p = plans.front();
+    CHECK(p.reader == e.at("reader").get<std::string>());
+    CHECK(p.framework == e.at("framework").get<std::string>());
+    CHECK(p.model == e.at("model").get<std::string>());
+    if (e.at("gpus").is_null()) {
+      CHECK_FALSE(p.gpus.has_value());
+    } else {
+      CHECK(p.gpus == e.at("gpus").get<int>());
+    }
+    if (e.at("nodes").is_null()) {
+      CHECK_FALSE(p.nodes.has_value());
+    } else {
+      CHECK(p.nodes == e.at("nodes").get<int>());
+    }
+    CHECK(options_of(p) ==
+          e.at("options").get<std::map<std::string, std::string>>());
+    for (const auto& [flag, value] : defaults.items()) {
+      INFO(flag);
+      CHECK(default_of(p, flag) == value.get<std::string>());
+    }
+    if (e.contains("model_aliases")) {
+      CHECK(p.model_aliases ==
+            e.at("model_aliases").get<std::vector<std::string>>());
+    }
+    if (e.contains("included_files")) {
+      CHECK(p.included_files ==
+            e.at("included_files").get<std::vector<std::string>>());
+    }
+    for (const auto& k : unknown) {
+      CHECK(contains(p.unknown_keys, k.get<std::string>()));
+    }
+    // A key is read, unused or unknown: never two of them.
+    for (const auto& k : p.unused_keys) {
+      INFO(k);
+      CHECK_FALSE(contains(p.unknown_keys, k));
+    }
+    // Every option names the key it came from.
+    for (const auto& o : p.options) {
+      CHECK(!o.key.empty());
+    }
+  }
+}
+
+TEST_CASE("launch: vLLM's flag spellings translate to oomplan's options",
+          "[launch]") {
+  using oomplan::translate_vllm_flag;
+  const auto t = [](std::string_view f, std::string_view v) {
+    const auto o = translate_vllm_flag(f, v);
+    return o ? o->flag + " " + o->value : std::string("(none)");
+  };
+  CHECK(t("--tensor-parallel-size", "4") == "--tp 4");
+  CHECK(t("-tp", "2") == "--tp 2");
+  CHECK(t("--tensor_parallel_size", "8") == "--tp 8");
+  CHECK(t("--pipeline-parallel-size=2", "") == "--pp 2");
+  CHECK(t("--gpu-memory-utilization", "0.8") == "--gpu-util 0.8");
+  // vLLM's human_readable_int: lowercase k = 1000, uppercase K = 1024.
+  CHECK(t("--max-model-len", "32k") == "--max-model-len 32000");
+  CHECK(t("--max-model-len", "32K") == "--max-model-len 32768");
+  CHECK(t("--max-model-len", "25.6k") == "--max-model-len 25600");
+  CHECK(t("--max-num-batched-tokens", "8192") ==
+        "--max-num-batched-tokens 8192");
+  CHECK(t("--max-num-seqs", "64") == "--max-num-seqs 64");
+  CHECK(t("--kv-cache-dtype", "fp8_e5m2") == "--kv-dtype fp8");
+  CHECK(t("--kv-cache-dtype", "auto") == "--kv-dtype auto");
+  CHECK(t("--enforce-eager", "") == "--enforce-eager ");
+  CHECK(t("--quantization", "awq_marlin") == "--quant awq");
+  CHECK(t("-q", "gptq") == "--quant gptq");
+  CHECK(t("--quantization", "bitsandbytes") == "--quant nf4-nodq");
+  CHECK(t("--quantization", "compressed-tensors") == "--quant auto");
+  CHECK(t("--dtype", "half") == "--dtype fp16");
+  CHECK(t("--dtype", "bfloat16") == "--dtype bf16");
+  CHECK(t("--dtype", "float32") == "--dtype fp32");
+  CHECK(t("--dtype", "auto") == "(none)");
+  CHECK(t("--port", "8000") == "(none)");
+  CHECK(t("--cpu-offload-gb", "0") == "(none)");
+  CHECK(oomplan::vllm_flag_takes_value("--tensor-parallel-size"));
+  CHECK_FALSE(oomplan::vllm_flag_takes_value("--enforce-eager"));
+}
+
+TEST_CASE("launch: a vLLM value oomplan cannot express is one error line",
+          "[launch]") {
+  using oomplan::translate_vllm_flag;
+  CHECK(error_of([] { translate_vllm_flag("--quantization", "gguf"); }) ==
+        "--quantization \"gguf\" is not valid; oomplan models awq, awq_marlin, "
+        "gptq, gptq_marlin, fp8, fbgemm_fp8, ptpc_fp8, mxfp4, bitsandbytes, "
+        "compressed-tensors and modelopt");
+  CHECK(error_of([] {
+          translate_vllm_flag("--kv-cache-dtype", "fp8_ds_mla");
+        }).rfind("--kv-cache-dtype \"fp8_ds_mla\" is not valid;", 0) == 0);
+  CHECK(error_of([] {
+          translate_vllm_flag("--max-model-len", "auto");
+        }).rfind("--max-model-len \"auto\" is not valid;", 0) == 0);
+  CHECK(error_of(
+            [] { translate_vllm_flag("--gpu-memory-utilization", "1.5"); }) ==
+        "--gpu-memory-utilization \"1.5\" is not valid; use a fraction above 0 "
+        "and at most 1, e.g. 0.9");
+  CHECK(error_of([] { translate_vllm_flag("--tensor-parallel-size", "0"); }) ==
+        "--tensor-parallel-size \"0\" is not valid; use a whole number from 1 "
+        "to 100000");
+  CHECK(error_of([] { translate_vllm_flag("--cpu-offload-gb", "8"); }) ==
+        "--cpu-offload-gb: offloading weights to CPU RAM is not modelled; "
+        "remove it or set it to 0");
+}
+
+TEST_CASE("launch: shell words follow quotes, escapes and continuations",
+          "[launch]") {
+  const auto words = oomplan::split_shell_words(
+      "vllm serve 'my model' \\\n  --served-model-name \"a \\\"b\\\"\" "
+      "--x=1 # comment\nsecond command",
+      "t.sh");
+  CHECK(words == std::vector<std::string>{"vllm", "serve", "my model",
+                                          "--served-model-name", "a \"b\"",
+                                          "--x=1"});
+  CHECK(error_of([] { oomplan::split_shell_words("vllm serve 'x", "t.sh"); }) ==
+        "t.sh: line 1: a single quote is not closed; close it or remove it");
+}
+
+TEST_CASE("launch: a vllm serve file gives the model, GPUs and engine options",
+          "[launch]") {
+  const auto p = read_one(
+      "serve.sh",
+      "#!/bin/bash\nexport HF_HOME=/data\nvllm serve meta-llama/Llama-3.1-70B "
+      "\\\n  -tp 4 --pipeline-parallel-size=2 --data-parallel-size 2 \\\n  "
+      "--max-model-len 32k --kv-cache-dtype fp8 --enforce-eager --port 8000 "
+      "--some-new-flag 3 > log.txt 2>&1 &\n");
+  CHECK(p.reader == "vllm");
+  CHECK(p.model == "meta-llama/Llama-3.1-70B");
+  // tp 4 x pp 2 x dp 2 = 16 GPUs; each replica's GPU holds the same.
+  CHECK(p.gpus == 16);
+  CHECK(options_of(p) ==
+        std::map<std::string, std::string>{{"--tp", "4"},
+                                           {"--pp", "2"},
+                                           {"--max-model-len", "32000"},
+                                           {"--kv-dtype", "fp8"},
+                                           {"--enforce-eager", ""}});
+  CHECK(p.unused_keys == std::vector<std::string>{"--port"});
+  CHECK(p.unknown_keys == std::vector<std::string>{"--some-new-flag"});
+  CHECK(default_of(p, "--engine") == "vllm");
+  CHECK(default_of(p, "--gpu-util") == "0.9");
+}
+
+TEST_CASE("launch: the vllm-openai docker image takes the server's flags",
+          "[launch]") {
+  const auto p =
+      read_one("run.sh",
+               "docker run --runtime nvidia --gpus all -p 8000:8000 --ipc=host "
+               "vllm/vllm-openai:latest --model mistralai/Mistral-7B-v0.1 "
+               "--gpu_memory_utilization 0.95 --max_model_len 1024\n");
+  CHECK(p.model == "mistralai/Mistral-7B-v0.1");
+  CHECK(option(p, "--gpu-util") == "0.95");
+  CHECK(option(p, "--max-model-len") == "1024");
+}
+
+TEST_CASE("launch: a vllm file that cannot be planned says why in one line",
+          "[launch]") {
+  CHECK(error_of([] {
+          read("a.sh", "echo hello\n");
+        }).rfind("a.sh: holds no `vllm serve` command;", 0) == 0);
+  CHECK(error_of([] { read("a.sh", "vllm serve m -tp $TP\n"); }) ==
+        "a.sh: -tp: \"$TP\" is a shell variable; oomplan reads the file as "
+        "written, so write the value");
+  CHECK(error_of([] {
+          read("a.sh", "vllm serve m --quantization gguf\n");
+        }).rfind("a.sh: --quantization \"gguf\" is not valid;", 0) == 0);
+  CHECK(error_of([] { read("a.sh", "vllm serve --port 1\n"); }) ==
+        "a.sh: names no model; give it after `vllm serve` or with --model");
+}
+
+TEST_CASE("launch: DeepSpeed auto values take the training file's values",
+          "[launch]") {
+  const std::string ds = R"({"train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto", "bf16": {"enabled": "auto"},
+    "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu",
+    "pin_memory": true}}})";
+  const auto p = read_one("args.json",
+                          R"({"per_device_train_batch_size": 4,
+      "gradient_accumulation_steps": 16, "bf16": true, "deepspeed": "ds.json",
+      "learning_rate": 2e-5})",
+                          {{"ds.json", ds}});
+  CHECK(p.reader == "hf-trainer");
+  CHECK(options_of(p) ==
+        std::map<std::string, std::string>{{"--batch", "4"},
+                                           {"--grad-accum", "16"},
+                                           {"--dtype", "bf16"},
+                                           {"--zero", "2"},
+                                           {"--offload", "optimizer"}});
+  CHECK(p.included_files == std::vector<std::string>{"ds.json"});
+  CHECK(contains(p.unused_keys,
+                 "ds.json: zero_optimization.offload_optimizer.pin_memory"));
+  CHECK(contains(p.unused_keys, "learning_rate"));
+}
+
+TEST_CASE(
+    "launch: a DeepSpeed value that contradicts the Trainer's is an error",
+    "[launch]") {
+  CHECK(error_of([] {
+          read("args.json",
+               R"({"per_device_train_batch_size": 4, "deepspeed": "ds.json"})",
+               {{"ds.json", R"({"train_micro_batch_size_per_gpu": 2})"}});
+        }) ==
+        "ds.json: train_micro_batch_size_per_gpu: 2 contradicts "
+        "per_device_train_batch_size 4 in args.json; the HF Trainer "
+        "refuses the mismatch, set it to \"auto\"");
+  CHECK(
+      error_of([] { read("args.json", R"({"deepspeed": "missing.json"})"); }) ==
+      "args.json: deepspeed: names \"missing.json\", which cannot be "
+      "read; give the file next to this one or fix the path");
+}
+
+TEST_CASE("launch: files given together fold into one plan", "[launch]") {
+  const std::string args = "per_device_train_batch_size: 2\nbf16: true\n";
+  const std::string ds = R"({"zero_optimization": {"stage": 3},
+      "train_micro_batch_size_per_gpu": "auto", "bf16": {"enabled": "auto"}})";
+  // "args.yaml ds.json": the DeepSpeed file joins the training file before it.
+  auto plans = oomplan::read_launch_files(
+      {{"args.yaml", args}, {"ds.json", ds}}, map_loader({}));
+  REQUIRE(plans.size() == 1);
+  CHECK(option(plans[0], "--zero") == "3");
+  CHECK(option(plans[0], "--batch") == "2");
+  CHECK(plans[0].included_files == std::vector<std::string>{"ds.json"});
+  // A listed file that another listed file names is not a plan of its own.
+  plans = oomplan::read_launch_files(
+      {{"ds.json", ds}, {"train/args.yaml", args + "deepspeed: ./ds.json\n"}},
+      map_loader({{"./ds.json", ds}}));
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].file == "train/args.yaml");
+  // A DeepSpeed file with no training file before it is its own plan.
+  plans = oomplan::read_launch_files({{"ds.json", ds}, {"args.yaml", args}},
+                                     map_loader({}));
+  REQUIRE(plans.size() == 2);
+  CHECK(plans[0].reader == "deepspeed");
+}
+
+TEST_CASE("launch: offload_param below ZeRO-3 is a note, not an offload",
+          "[launch]") {
+  // Issue 10: `--offload params` at ZeRO-0 silently does nothing; DeepSpeed
+  // offloads parameters only at stage 3 (deepspeed/runtime/zero/stage3.py).
+  const auto p = read_one("ds.json",
+                          R"({"zero_optimization": {"stage": 2,
+      "offload_param": {"device": "cpu"}}})");
+  CHECK(option(p, "--offload") == "(absent)");
+  CHECK(contains(p.notes,
+                 "offload_param applies only at ZeRO stage 3; at stage "
+                 "2 DeepSpeed keeps the parameters on the GPU"));
+  CHECK(error_of([] {
+          read("ds.json", R"({"zero_optimization": {"stage": 3,
+              "offload_optimizer": {"device": "nvme"}}})");
+        }) ==
+        "ds.json: zero_optimization.offload_optimizer.device: NVMe offload "
+        "is not modelled; use cpu or none");
+  CHECK(error_of([] {
+          read("ds.json",
+               R"({"train_batch_size": 8, "optimizer": {"type": "Lamb"}})");
+        }).rfind("ds.json: optimizer.type: \"Lamb\" is not modelled;", 0) == 0);
+}
+
+TEST_CASE("launch: DeepSpeed's train_batch_size implies the GPU count",
+          "[launch]") {
+  // 64 = 2 per GPU x 4 accumulation steps x 8 GPUs.
+  const auto p = read_one("ds.json",
+                          R"({"train_batch_size": 64,
+      "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})");
+  CHECK(p.gpus == 8);
+  CHECK(options_of(p) == std::map<std::string, std::string>{
+                             {"--batch", "2"}, {"--grad-accum", "4"}});
+}
+
+TEST_CASE(
+    "launch: a model loaded in bf16 trains in pure bf16 under the HF "
+    "Trainer",
+    "[launch]") {
+  // torch AdamW keeps its states in the parameters' dtype: no fp32 copy.
+  const auto p = read_one("sft.yaml",
+                          "model_name_or_path: Qwen/Qwen2.5-7B\ndtype: "
+                          "bfloat16\nbf16: true\nmax_length: 2048\n");
+  CHECK(p.framework == "trl");
+  CHECK(option(p, "--precision") == "pure");
+  CHECK(option(p, "--dtype") == "bf16");
+  CHECK(option(p, "--seq") == "2048");
+  // TRL's defaults, not TrainingArguments': gradient checkpointing on,
+  // chunked loss.
+  CHECK(default_of(p, "--checkpointing") == "full");
+  CHECK(default_of(p, "--loss") == "chunked");
+}
+
+TEST_CASE("launch: TRL's PEFT and bitsandbytes keys give the training mode",
+          "[launch]") {
+  const auto p = read_one(
+      "sft.yaml",
+      "model_name_or_path: m\nuse_peft: true\nload_in_4bit: true\nlora_r: 64\n"
+      "lora_target_modules: [q_proj, v_proj]\ngradient_checkpointing_kwargs:\n"
+      "  use_reentrant: false\n");
+  // TRL's use_bnb_nested_quant defaults to False: NF4 without double quant.
+  CHECK(options_of(p) ==
+        std::map<std::string, std::string>{{"--mode", "qlora"},
+                                           {"--quant", "nf4-nodq"},
+                                           {"--lora-rank", "64"},
+                                           {"--lora-targets", "q,v"}});
+  CHECK(contains(p.unused_keys, "gradient_checkpointing_kwargs.use_reentrant"));
+}
+
+TEST_CASE("launch: a memory-relevant value oomplan cannot express is an error",
+          "[launch]") {
+  CHECK(error_of([] {
+          read("a.json", R"({"output_dir": "o", "optim": "lion_32bit"})");
+        })
+            .rfind("a.json: optim: optimizer \"lion_32bit\" is not modelled; "
+                   "oomplan models AdamW",
+                   0) == 0);
+  CHECK(error_of([] {
+          read("t.yaml",
+               "model:\n  _component_: x.llama3_8b\n"
+               "context_parallel_dim: 2\n");
+        }) ==
+        "t.yaml: context_parallel_dim: context parallelism is not modelled; "
+        "set it to 1");
+  CHECK(error_of([] {
+          read("acc.yaml",
+               "distributed_type: FSDP\nfsdp_config:\n"
+               "  fsdp_sharding_strategy: HYBRID_SHARD\n");
+        })
+            .rfind("acc.yaml: fsdp_config.fsdp_sharding_strategy: HYBRID_SHARD "
+                   "shards within a node",
+                   0) == 0);
+  CHECK(error_of([] {
+          read("lf.yaml",
+               "model_name_or_path: m\nstage: dpo\nfinetuning_type: lora\n");
+        }).rfind("lf.yaml: stage: \"dpo\" training", 0) == 0);
+}
+
+TEST_CASE("launch: wrong value types name the file and key", "[launch]") {
+  CHECK(error_of([] {
+          read("a.json", R"({"per_device_train_batch_size": "eight"})");
+        }) ==
+        "a.json: per_device_train_batch_size: expected a whole number from 1 "
+        "to 1048576, got \"eight\"");
+  CHECK(error_of(
+            [] { read("a.yaml", "base_model: m\nmicro_batch_size: [1]\n"); }) ==
+        "a.yaml: micro_batch_size: expected a whole number from 1 to 1048576, "
+        "got a list");
+  CHECK(
+      error_of(
+          [] { read("ds.json", R"({"zero_optimization": {"stage": 4}})"); }) ==
+      "ds.json: zero_optimization.stage: expected a whole number from 0 to 3, "
+      "got 4");
+  CHECK(error_of([] {
+          read("a.yaml", "base_model: m\ngradient_checkpointing: sometimes\n");
+        }) ==
+        "a.yaml: gradient_checkpointing: \"sometimes\" is not modelled; use "
+        "true, false or offload (offload_disk is not modelled)");
+}
+
+TEST_CASE("launch: keys a reader does not know are reported, not dropped",
+          "[launch]") {
+  const auto p = read_one("a.yaml",
+                          "base_model: m\nsequence_len: 1024\nlearning_rate: "
+                          "1e-5\nmy_new_flag: 3\nfsdp_config:\n  "
+                          "offload_params: true\n  brand_new: 1\n");
+  CHECK(p.unknown_keys ==
+        std::vector<std::string>{"my_new_flag", "fsdp_config.brand_new"});
+  CHECK(contains(p.unused_keys, "learning_rate"));
+  CHECK(option(p, "--offload") == "all");
+}
+
+TEST_CASE("launch: a plans file gives one plan per entry", "[launch]") {
+  const auto plans = read(
+      "plans.json",
+      R"([{"model": "llama3-70b", "gpus": "8xH100", "mode": "full", "zero": 3,
+           "sequence_parallel": false, "compile": true, "max_model_len": 8192,
+           "typo_key": 1},
+          {"model": "llama3-8b", "gpus": "1xH100", "framework": "torchtune"}])");
+  REQUIRE(plans.size() == 2);
+  CHECK(plans[0].reader == "plans");
+  CHECK(plans[0].model == "llama3-70b");
+  CHECK(plans[0].gpus == 8);
+  CHECK(options_of(plans[0]) ==
+        std::map<std::string, std::string>{{"--gpus", "8xH100"},
+                                           {"--mode", "full"},
+                                           {"--zero", "3"},
+                                           {"--compile", ""},
+                                           {"--max-model-len", "8192"}});
+  CHECK(plans[0].unknown_keys == std::vector<std::string>{"typo_key"});
+  CHECK(plans[0].framework_defaults.empty());
+  CHECK(plans[1].framework == "torchtune");
+  CHECK(default_of(plans[1], "--precision") == "pure");
+  CHECK(error_of([] { read("p.json", R"([{"model": "m", "zero": [3]}])"); }) ==
+        "p.json: plans[0]: zero: expected a single value, got a list");
+  CHECK(error_of([] {
+          read("p.json", "[]");
+        }).rfind("p.json: holds no plans;", 0) == 0);
+}
+
+TEST_CASE("launch: framework defaults carry their reason and source",
+          "[launch]") {
+  const auto names = oomplan::framework_names();
+  CHECK(names == std::vector<std::string_view>{
+                     "vllm", "deepspeed", "hf-trainer", "trl", "accelerate",
+                     "axolotl", "torchtune", "llama-factory"});
+  for (const auto name : names) {
+    INFO(name);
+    const auto defaults = oomplan::framework_defaults(name);
+    CHECK(!defaults.empty());
+    std::vector<std::string> flags;
+    for (const auto& d : defaults) {
+      INFO(d.flag);
+      CHECK(d.flag.rfind("--", 0) == 0);
+      CHECK(!d.key.empty());
+      CHECK(!contains(flags, d.flag));
+      flags.push_back(d.flag);
+    }
+  }
+  // Issue 10 point 2: torchtune is pure bf16 with a chunked loss; the HF
+  // Trainer is mixed precision with fp32 master weights and a full loss.
+  const auto tt = oomplan::framework_defaults("torchtune");
+  CHECK(std::find(tt.begin(), tt.end(),
+                  LaunchOption{"--precision", "pure", tt[2].key}) != tt.end());
+  CHECK(error_of([] { oomplan::framework_defaults("megatron"); }) ==
+        "--framework \"megatron\" is not a framework oomplan knows; use vllm, "
+        "deepspeed, hf-trainer, trl, accelerate, axolotl, torchtune, "
+        "llama-factory");
+}
+
+TEST_CASE("launch: hostile files get one error line", "[launch]") {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    bomb += fmt::format(
+        "{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c,
+        static_cast<char>(c - 1), static_cast<char>(c - 1),
+        static_cast<char>(c - 1), static_cast<char>(c - 1),
+        static_cast<char>(c - 1), static_cast<char>(c - 1),
+        static_cast<char>(c - 1), static_cast<char>(c - 1),
+        static_cast<char>(c - 1), static_cast<char>(c - 1));
+  }
+  bomb += "base_model: m\n";
+  const std::map<std::string, std::string> expected = {
+      {bomb,
+       "bomb.yaml: holds more than 100000 values (YAML aliases expand to that "
+       "many); a launch config holds a few hundred"},
+      {std::string(11 << 20, 'a'),
+       "big.yaml: is 11534336 bytes; a launch config is at most 1048576 bytes "
+       "(1 MiB)"},
+      {std::string("\x7f"
+                   "ELF\x02\x01\x01\0\0\0",
+                   10),
+       "bin.yaml: is binary data, not a text launch config (JSON, YAML or a "
+       "command line)"},
+      {"\xff\xfe{}",
+       "utf.yaml: is binary data, not a text launch config (JSON, YAML or a "
+       "command line)"},
+      {std::string(5000, '[') + std::string(5000, ']'),
+       "deep.yaml: nests mappings and lists deeper than 64 levels; a launch "
+       "config is a few levels deep"},
+      {"42\n",
+       "num.yaml: cannot tell which framework this file configures; oomplan "
+       "reads `vllm serve` command lines, DeepSpeed JSON, Hugging Face "
+       "TrainingArguments / TRL configs, accelerate configs, axolotl, "
+       "torchtune and LLaMA-Factory recipes, and plan lists (a JSON array of "
+       "option objects)"},
+      {"base_model: m\n---\nbase_model: n\n",
+       "docs.yaml: holds 2 YAML documents; give one launch config per file"},
+      {"base_model: !!python/object:os.system m\n",
+       "tag.yaml: line 1: YAML tag "
+       "\"tag:yaml.org,2002:python/object:os.system\" "
+       "is not supported; launch configs hold plain values"},
+      {"base_model: [m\n", ""},
+      {"{\"zero_optimization\": {\"stage\": 3,}}", ""},
+  };
+  // Build in a fixed order (the map above is keyed by text).
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bomb.yaml", bomb},
+      {"big.yaml", std::string(11 << 20, 'a')},
+      {"bin.yaml", std::string("\x7f"
+                               "ELF\x02\x01\x01\0\0\0",
+                               10)},
+      {"utf.yaml", "\xff\xfe{}"},
+      {"deep.yaml", std::string(5000, '[') + std::string(5000, ']')},
+      {"num.yaml", "42\n"},
+      {"docs.yaml", "base_model: m\n---\nbase_model: n\n"},
+      {"tag.yaml", "base_model: !!python/object:os.system m\n"},
+      {"syntax.yaml", "base_model: [m\n"},
+      {"syntax.json", "{\"zero_optimization\": {\"stage\": 3,}}"},
+      {"textbomb.yaml", "a: &a " + std::string(60'000, 'x') + "\nb: [" +
+                            [] {
+                              std::string s;
+                              for (int k = 0; k < 2000; ++k) {
+                                s += "*a, ";
+                              }
+                              return s;
+                            }() +
+                            "*a]\nbase_model: m\n"},
+      {"blockdeep.yaml",
+       [] {
+         std::string s;
+         for (int d = 0; d < 200; ++d) {
+           s += std::string(static_cast<std::size_t>(d), ' ') + "k:\n";
+         }
+         return s;
+       }()},
+  };
+  for (const auto& [name, text] : cases) {
+    INFO(name);
+    const std::string e = error_of([&] { read(name, text); });
+    CHECK(e.rfind(name + ": ", 0) == 0);
+    CHECK(e.find('\n') == std::string::npos);
+    const auto it = expected.find(text);
+    if (it != expected.end() && !it->second.empty()) {
+      CHECK(e == it->second);
+    }
+  }
+  CHECK(error_of([&] {
+          read("syntax.json", "{\"zero_optimization\": {\"stage\": 3,}}");
+        }).rfind("syntax.json: is not valid JSON: ", 0) == 0);
+  CHECK(error_of([&] {
+          read("syntax.yaml", "base_model: [m\n");
+        }).rfind("syntax.yaml: line ", 0) == 0);
+}
