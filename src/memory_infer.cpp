@@ -1,6 +1,7 @@
 #include "memory_internal.hpp"
 
 #include "oomplan/capability.hpp"
+#include "oomplan/vllm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -356,69 +357,69 @@ Bytes vllm_activation(const Model& m, const Gpu& gpu, const Resolved& s,
   // inverse permutation and the gathered result, ~37 B per element (1.26 GiB
   // for Llama-3-8B at 256 sequences, vllm-project/vllm#10511).
   const double rows = dbl(std::min(s.max_num_seqs, s.max_num_batched_tokens));
-  const double per_element = s.vllm_version == VllmEra::v0 ? 37.0 : 13.0;
+  const double per_element = s.vllm_engine == VllmEngine::v0 ? 37.0 : 13.0;
   const double sampler =
       t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + per_element);
   return saturated_bytes(std::max(forward, sampler));
 }
 
-// Memory outside PyTorch's allocator after the profile run (CUDA context,
-// cuBLAS, NCCL, custom all-reduce buffers), as vLLM reports it.
+// Memory outside PyTorch's allocator that the profiler counts (vllm.hpp):
+// modules and handles loaded after the baseline, the CUDA context where the
+// release counts it, and tensor parallelism's custom all-reduce and NCCL
+// buffers.
 Bytes vllm_non_torch(const Gpu& gpu, const Resolved& s) {
-  const double gib = dbl(k_gib);
-  if (s.vllm_version == VllmEra::v0) {
-    // V0 worker.py counted 1.79 GiB at TP1 and 3.58 GiB at TP2 on an 80 GB
-    // card (vllm-project/vllm#10511).
-    return round_bytes((s.tp > 1 ? 3.58 : 1.79) * gib);
+  if (vllm_profiler(s.vllm_release, s.vllm_engine) ==
+      VllmProfiler::allocated_delta) {
+    // 0.6.5 - 0.6.6 counted the caching allocator's free blocks as well:
+    // #10511's own log, 1.79 GiB at TP1 and 3.58 GiB at TP2 (H100,
+    // Llama-3-8B); #11809 fixed it in 0.7.
+    return round_bytes((s.tp > 1 ? 3.58 : 1.79) * dbl(k_gib));
   }
-  if (s.tp > 1) {
-    if (gpu.nvlink_gb_s > 0) {
-      // v0.19 logs, H100 NVLink: 2.07-2.10 GiB at TP2, 2.13-2.21 at TP4
-      // (NCCL + custom all-reduce / symmetric-memory buffers).
-      return round_bytes((2.0 + 0.04 * s.tp) * gib);
-    }
-    // PCIe: no custom all-reduce and no NVLS; NCCL's rings are set up before
-    // the profile's baseline, so vLLM reports about the TP1 figure (0.20 GiB
-    // per worker at TP4 on 24 GB PCIe cards, vllm-project/vllm#14447 logs).
-    return round_bytes(0.25 * gib);
-  }
-  if (s.pp > 1) {
-    // v0.19 logs: 0.07 GiB per worker at PP=4 (context counted before the
-    // baseline snapshot).
-    return round_bytes(0.07 * gib);
-  }
-  // v0.19 logs: 0.25-0.27 GiB at TP1.
-  return round_bytes(0.25 * gib);
+  // v0.19 logs: 0.25-0.27 GiB at TP1, 0.07 GiB per worker at PP=4.
+  const Bytes base =
+      vllm_non_torch_base(s.vllm_release, s.vllm_engine, s.pp == 1);
+  const VllmComm comm =
+      vllm_comm(gpu, s.vllm_release, s.tp, s.pp, s.gpus, s.p2p);
+  const Bytes before_baseline =
+      vllm_snapshot_after_distributed_init(s.vllm_release, s.vllm_engine)
+          ? 0
+          : comm.init_bytes();
+  return base + before_baseline + comm.nccl_profile_bytes;
 }
 
-// CUDA-graph pool captured after the KV cache (0 with --enforce-eager): a
-// fixed part plus a per-layer part that shrinks with tp; fit to the v0.19
-// H100 logs (0.51 GiB at 8 layers to 1.79 GiB at 80 layers).
-Bytes vllm_cuda_graphs(const Model& m, const Resolved& s, const Range& r) {
-  if (s.enforce_eager) {
+// The capture list and graph count of this setup (vllm.hpp).
+struct VllmGraphs {
+  VllmGraphMode mode = VllmGraphMode::none;
+  std::vector<std::int64_t> sizes;
+  std::int64_t count = 0;
+};
+VllmGraphs vllm_graphs(const Resolved& s) {
+  VllmGraphs g;
+  g.mode = vllm_graph_mode(s.vllm_release, s.vllm_engine, s.enforce_eager);
+  if (g.mode != VllmGraphMode::none) {
+    g.sizes = vllm_capture_sizes(s.vllm_release, s.vllm_engine, s.max_num_seqs,
+                                 s.max_num_batched_tokens);
+  }
+  g.count = vllm_graph_count(g.mode, g.sizes, s.max_num_seqs);
+  return g;
+}
+
+// CUDA-graph pool (0 with --enforce-eager): a fixed part plus a part per
+// layer and graph that shrinks with tp. The constants are fit to the v0.19
+// H100 logs (0.51 GiB at 8 layers to 1.79 GiB at 80 layers), where
+// FULL_AND_PIECEWISE captures 51 sizes twice (102 graphs, max_num_seqs
+// 1024); other releases and settings scale the per-layer part by the graphs
+// they capture.
+Bytes vllm_cuda_graphs(const Model& m, const Resolved& s, const Range& r,
+                       const VllmGraphs& graphs) {
+  if (graphs.count == 0) {
     return 0;
   }
   std::int64_t moe_layers = 0;
   for (std::int64_t i = r.begin; i < r.end; ++i) {
     moe_layers += is_moe_layer(m, i) ? 1 : 0;
   }
-  // Captured batch sizes (vllm/config/compilation.py): 1, 2, 4, then steps
-  // of 8 to 256 and of 16 to the largest, min(2 x max_num_seqs, 512) (V0:
-  // min(max_num_seqs, 256)); the per-layer part scales with their count.
-  const std::int64_t largest =
-      s.vllm_version == VllmEra::v0
-          ? std::min<std::int64_t>(s.max_num_seqs, 256)
-          : std::min<std::int64_t>(2 * s.max_num_seqs, 512);
-  auto sizes_up_to = [](std::int64_t cap) {
-    std::int64_t n = 0;
-    for (std::int64_t b : {1, 2, 4}) {
-      n += b <= cap ? 1 : 0;
-    }
-    n += std::min<std::int64_t>(cap, 256) / 8;
-    n += cap > 256 ? (cap - 256) / 16 : 0;
-    return n;
-  };
-  const double captured = dbl(sizes_up_to(largest)) / dbl(sizes_up_to(512));
+  const double captured = dbl(graphs.count) / 102.0;
   const double per_layer =
       captured * 0.018 / std::pow(static_cast<double>(s.tp), 0.35);
   const double gib = 0.33 + dbl(r.end - r.begin) * per_layer +
@@ -473,10 +474,12 @@ VllmStage vllm_stage(const Model& m, const Gpu& gpu, const Resolved& s,
   st.weights = weight_bytes(m, s, share);
   st.activation = vllm_activation(m, gpu, s, r);
   st.non_torch = vllm_non_torch(gpu, s);
-  st.graphs = vllm_cuda_graphs(m, s, r);
+  st.graphs = vllm_cuda_graphs(m, s, r, vllm_graphs(s));
   // determine_available_memory: requested - weights - activation peak -
-  // non-torch (CUDA graphs are captured after the KV cache is allocated).
-  st.available = requested - st.weights - st.activation - st.non_torch;
+  // non-torch; before 0.21 the CUDA graphs are captured after the KV cache
+  // (outside gpu_util), from 0.21 their profiled estimate is subtracted too.
+  st.available = requested - st.weights - st.activation - st.non_torch -
+                 (vllm_graphs_in_budget(s.vllm_release) ? st.graphs : 0);
   st.per_token = kv_bytes_per_token(m, s, r.begin, r.end);
   st.layer_token = kv_bytes_per_token(m, s, 0, 1);
   for (std::int64_t i = r.begin; i < r.end; ++i) {
@@ -596,6 +599,24 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   // request of max_model_len needs.
   // Each group holds group_size layers (padded), so one request needs
   // group_size x (per-layer need of every group's spec).
+  const VllmEngineChoice engine =
+      vllm_engine(m, gpu, s.vllm_release, s.dtype, s.kv_dtype, s.quant);
+  const VllmGraphs graphs = vllm_graphs(s);
+  const VllmComm comm =
+      vllm_comm(gpu, s.vllm_release, s.tp, s.pp, s.gpus, s.p2p);
+  p.version = vllm_version_text(s.vllm_release);
+  p.engine = std::string(vllm_engine_name(s.vllm_engine));
+  p.engine_reason = engine.reason;
+  p.profiler = std::string(
+      vllm_profiler_name(vllm_profiler(s.vllm_release, s.vllm_engine)));
+  p.p2p = s.p2p;
+  p.custom_all_reduce = comm.custom_all_reduce;
+  p.cudagraph_mode = std::string(vllm_graph_mode_name(graphs.mode));
+  p.capture_sizes = graphs.sizes;
+  p.graphs = graphs.count;
+  p.graphs_in_budget = vllm_graphs_in_budget(s.vllm_release);
+  p.block_size = k_block;
+
   const double need = vllm_needed(m, s, worst, s.max_model_len);
   const double block = dbl(worst.group_size * k_block * worst.layer_token);
   if (block > 0 && worst.blocks > 0) {
@@ -611,10 +632,19 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
     p.max_concurrency = dbl(worst.blocks) / per_request;
   }
 
-  // Start-up checks, in vLLM's order and words.
-  const double startup_used =
-      (s.tp * s.pp > 1 ? 1.5 : 0.5) * dbl(k_gib);  // context (+ NCCL)
-  const double free = dbl(gpu.capacity_bytes) - startup_used;
+  // Start-up checks, in vLLM's order and words. Free memory at init_device
+  // is the card less this process's CUDA context, and from 0.11 less what
+  // the distributed environment set up before the snapshot (gpu_worker.py
+  // init_device).
+  const double free =
+      dbl(gpu.capacity_bytes) - k_vllm_cuda_context_gib * dbl(k_gib) -
+      (vllm_snapshot_after_distributed_init(s.vllm_release, s.vllm_engine)
+           ? dbl(comm.init_bytes())
+           : 0.0);
+  // The free-memory check exists in V1 from 0.9.1 (#18974); before, V1 and
+  // V0 went on and ran out of cache blocks instead.
+  const bool free_check =
+      s.vllm_engine == VllmEngine::v1 && s.vllm_release >= VllmVersion{0, 9, 1};
   if (m.max_position_embeddings > 0 &&
       s.max_model_len > m.max_position_embeddings) {
     p.error =
@@ -646,7 +676,7 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
         "model weights (" +
         gib_text(dbl(worst.weights)) + " GiB per GPU, " + gib_text(free) +
         " GiB free)";
-  } else if (dbl(requested) > free) {
+  } else if (free_check && dbl(requested) > free) {
     p.error = "Free memory on device (" + gib_text(free) + "/" +
               gib_text(dbl(gpu.capacity_bytes)) +
               " GiB) on startup is less than desired GPU memory utilization (" +
@@ -658,7 +688,7 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
         "No available memory for the cache blocks. Try increasing "
         "`gpu_memory_utilization` when initializing the engine.";
   } else if (need > dbl(worst.available)) {
-    if (s.vllm_version == VllmEra::v0) {
+    if (s.vllm_engine == VllmEngine::v0) {
       p.error = "The model's max seq len (" + std::to_string(s.max_model_len) +
                 ") is larger than the maximum number of tokens that can be "
                 "stored in KV cache (" +
@@ -686,17 +716,24 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
       "weights as loaded per GPU (/tp, vocab padded to a multiple of 64) + "
       "RoPE cos/sin cache (max_position x rotary_dim x dtype)");
   budget.add("kv_cache", kv,
-             "gpu_util x capacity - weights - activation peak - non-torch "
-             "(vLLM determine_available_memory)");
+             p.graphs_in_budget
+                 ? "gpu_util x capacity - weights - activation peak - "
+                   "non-torch - CUDA graphs (vLLM determine_available_memory)"
+                 : "gpu_util x capacity - weights - activation peak - "
+                   "non-torch (vLLM determine_available_memory)");
   budget.add("activations", worst.activation,
              "profile run: max(forward over max_num_batched_tokens, hidden + "
              "sampler over max_num_seqs x vocab x (dtype + 13 B))");
   budget.add("overhead", worst.non_torch,
-             "non-torch memory: CUDA context, cuBLAS, NCCL, custom "
-             "all-reduce (vLLM logs)");
+             "non-torch memory after the profiler's baseline: modules and "
+             "handles, custom all-reduce and NCCL buffers (with P2P), the "
+             "CUDA context where the release counts it");
   budget.add("cuda_graphs", worst.graphs,
-             "CUDA-graph pool captured after the KV cache (0 with "
-             "--enforce-eager)");
+             p.graphs_in_budget
+                 ? "CUDA-graph pool, profiled inside gpu_util (0 with "
+                   "--enforce-eager)"
+                 : "CUDA-graph pool captured after the KV cache (0 with "
+                   "--enforce-eager)");
   budget.peak.allocated_bytes = worst.weights + kv + worst.activation;
   budget.peak.reserved_bytes = budget.peak.allocated_bytes;
   budget.peak.device_bytes = budget.total_bytes();

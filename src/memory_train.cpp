@@ -26,7 +26,10 @@
 #include "oomplan/capability.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
+#include <string_view>
 
 namespace oomplan {
 namespace {
@@ -65,20 +68,50 @@ struct Dims {
   double d = 2;  // bytes of one activation element (--dtype)
   double t = 1;  // tensor parallel
   bool sp = false;
+  double cp = 1;  // context parallel: tokens are this GPU's share
 };
 
 // Which saved tensors a layer keeps: a frozen linear (LoRA/QLoRA without an
 // adapter on it) needs no copy of its input for a weight gradient, and a
-// frozen norm needs no normalised copy for its weight gradient.
+// frozen norm needs no normalised copy for its weight gradient. The q/k/v and
+// gate/up inputs are counted in copies: one tensor shared by the projections
+// that read it, or one each where every adapter casts its own.
 struct Needs {
   bool norm_weight = true;  // norm weights train (full fine-tuning)
-  bool qkv_in = true;       // q/k/v projections need their input
+  double qkv_in = 1;        // copies of the q/k/v projections' input
   bool o_in = true;
-  bool up_in = true;  // gate/up (or fc1) need the second norm's output
+  double up_in = 1;  // copies of gate/up's (or fc1's) input: the second norm's
+                     // output
   bool down_in = true;
+  double down_copies = 0;  // extra 16-bit copies of down_proj's input
+  double mlp_bytes = 0;    // element bytes of gate/up/act (0: the dtype)
 };
 
+// Bits of `targets` set in `mask`.
+double targeted(unsigned targets, unsigned mask) {
+  double n = 0;
+  for (unsigned bit = 1; bit <= mask; bit <<= 1U) {
+    n += (targets & mask & bit) != 0 ? 1.0 : 0.0;
+  }
+  return n;
+}
+
+// amp computes on fp32 tensors (residual stream, norms) only where the
+// parameters reach the layers in fp32: FSDP and ZeRO-3 gather them in the
+// 16-bit param_dtype (FSDP MixedPrecision), so the stream stays 16-bit.
+bool amp_compute(const Resolved& setup) {
+  return setup.precision == Precision::amp && setup.zero < 3 &&
+         dtype_bytes(setup.dtype) < 4;
+}
+
 Needs needs_of(const Resolved& setup) {
+  if (setup.mode == Mode::full && amp_compute(setup)) {
+    // torch.autocast casts activations afresh at every op (at::autocast
+    // cached_cast caches only leaf tensors that require grad, i.e. the
+    // weights), so q, k and v each save their own 16-bit copy of the fp32
+    // norm output, gate and up of theirs.
+    return {.qkv_in = 3.0, .up_in = 2.0};
+  }
   if (setup.mode == Mode::full) {
     return {};
   }
@@ -87,15 +120,56 @@ Needs needs_of(const Resolved& setup) {
     // MatMul4Bit, which keeps its input for backward whenever the input
     // needs a gradient (bitsandbytes/autograd/_functions.py
     // MatMul4Bit.forward: ctx.tensors = (A, B) if any(needs_input_grad[:2])),
-    // adapter or not. torchtune's torchao linear_nf4 (pure precision) saves
-    // only the NF4 weight, so its frozen linears keep no input.
-    return {.norm_weight = false};
+    // adapter or not. Under autocast peft/tuners/lora/bnb.py Linear4bit
+    // skips its input cast (requires_conversion = not
+    // torch.is_autocast_enabled()), so the adapters save that same tensor.
+    // torchtune's torchao linear_nf4 (pure precision) saves only the NF4
+    // weight, so its frozen linears keep no input.
+    if (!setup.prepare_kbit) {
+      return {.norm_weight = false};
+    }
+    // peft utils/other.py prepare_model_for_kbit_training casts every
+    // non-Params4bit parameter to fp32: the fp32 embedding makes the residual
+    // stream and the norm outputs fp32. bnb.nn.Linear4bit.forward casts its
+    // input to the compute dtype (x.to(self.compute_dtype): one 16-bit copy
+    // per projection, each saved by MatMul4Bit) and its output back to fp32
+    // (.to(inp_dtype)), so gate, up and SiLU keep fp32 tensors; under
+    // autocast each adapter's lora_A casts the fp32 input to its own 16-bit
+    // copy. The attention output is 16-bit again (flash/SDPA run in the
+    // compute dtype), shared by o_proj and its adapter.
+    const unsigned t = setup.lora_targets;
+    return {.norm_weight = false,
+            .qkv_in = 3.0 + targeted(t, k_lora_q | k_lora_k | k_lora_v),
+            .o_in = true,
+            .up_in = 2.0 + targeted(t, k_lora_gate | k_lora_up),
+            .down_in = true,
+            .down_copies = (t & k_lora_down) != 0 ? 1.0 : 0.0,
+            .mlp_bytes = 4.0};
   }
   const unsigned t = setup.lora_targets;
+  const double qkv = targeted(t, k_lora_q | k_lora_k | k_lora_v);
+  const double up = targeted(t, k_lora_gate | k_lora_up);
+  // DeepSpeed (module.bfloat16()) and FSDP's MixedPrecision run the
+  // adapters in 16 bits, where the cast is a no-op.
+  if (setup.precision != Precision::pure && setup.zero == 0) {
+    // PEFT >= 0.12 keeps adapters in fp32 (get_peft_model
+    // autocast_adapter_dtype=True) and casts each adapter's input to them
+    // (peft/tuners/lora/layer.py Linear.forward: x =
+    // self._cast_input_dtype(x, lora_A.weight.dtype)); under the Trainer's
+    // autocast lora_A's matmul casts that copy back to 16 bits and saves it.
+    // Each adapted projection thus keeps its own 16-bit copy of its input
+    // (autocast caches casts of leaf parameters only).
+    return {.norm_weight = false,
+            .qkv_in = qkv,
+            .o_in = (t & k_lora_o) != 0,
+            .up_in = up,
+            .down_in = (t & k_lora_down) != 0};
+  }
+  // torchtune (pure): adapters in the dtype read the shared input.
   return {.norm_weight = false,
-          .qkv_in = (t & (k_lora_q | k_lora_k | k_lora_v)) != 0,
+          .qkv_in = qkv > 0 ? 1.0 : 0.0,
           .o_in = (t & k_lora_o) != 0,
-          .up_in = (t & (k_lora_gate | k_lora_up)) != 0,
+          .up_in = up > 0 ? 1.0 : 0.0,
           .down_in = (t & k_lora_down) != 0};
 }
 
@@ -176,9 +250,11 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
   // Per token, replicated under TP (norms, their outputs, dropout masks).
   const bool dropout = has_dropout(model);
   const double norms = as_double(model.norms_per_layer);
-  double rep = norms * norm_saved(model, setup, needs, d) * h;
-  rep += (needs.qkv_in ? d * h : 0.0);
-  rep += (needs.up_in && !model.parallel_block ? d * h : 0.0);
+  // Under amp the residual stream, the norms and their outputs are fp32.
+  const double sd = amp_compute(setup) ? 4.0 : d;
+  double rep = norms * norm_saved(model, setup, needs, sd) * h;
+  rep += needs.qkv_in * d * h;
+  rep += model.parallel_block ? 0.0 : needs.up_in * d * h;
   rep += dropout ? 2.0 * h : 0.0;  // residual dropout masks, 1 B each
 
   // Per token, sharded by TP: q, k, v for the attention kernel, its output
@@ -200,12 +276,16 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
   // product for down_proj (4 x I). torch.compile fuses SiLU and the product
   // and recomputes act(gate(x)) in backward (3 x I). A plain GELU MLP saves
   // the GELU input and output (Korthikanti: 8sbh + 8sbh at I = 4h).
+  const double md = needs.mlp_bytes > 0 ? needs.mlp_bytes : d;
+  const double down_extra = needs.down_copies * d;
   auto mlp = [&](double inter, bool down_weight_trains) {
     if (model.mlp == MlpKind::gated) {
-      const double act = setup.compile ? 0.0 : d * inter;
-      return 2.0 * d * inter + act + (down_weight_trains ? d * inter : 0.0);
+      const double act = setup.compile ? 0.0 : md * inter;
+      return 2.0 * md * inter + act + (down_weight_trains ? d * inter : 0.0) +
+             down_extra * inter;
     }
-    return d * inter + (down_weight_trains ? d * inter : 0.0);
+    return md * inter + (down_weight_trains ? d * inter : 0.0) +
+           down_extra * inter;
   };
   if (!moe) {
     shard += mlp(as_double(model.intermediate_size), needs.down_in);
@@ -233,16 +313,163 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
          layer_scores_bytes(model, setup, dm);
 }
 
-// Activation-gradient working set while one layer runs backward: the grads of
-// the MLP's three largest intermediates (gated) or two (plain), sharded by TP.
-double layer_backward_bytes(const Model& model, const Dims& dm, bool moe) {
+// torchtitan's per-op selective activation checkpointing (selective_ac_option
+// "op"): the block's input is kept by the checkpoint and, of the ops run
+// inside it, only the outputs of the save list are stashed: matmuls (every
+// second one recomputed, the count restarting in each block), SDPA (its
+// output and fp32 logsumexp), TP's reduce-scatters and max (float8 amax);
+// norms, RoPE, SiLU and products are recomputed (torchtitan v0.1.0
+// models/llama3/infra/parallelize.py _save_list and _custom_policy; current
+// torchtitan/distributed/activation_checkpoint.py SelectiveAC keeps the
+// rule). A Llama block calls its matmuls as wq, wk, wv, wo, w1, w3, w2, so
+// wq, wv, w1 and w2 are saved. Under TP the rowwise w2 product is a full
+// partial sum (not sharded) and, with sequence parallelism, both
+// reduce-scatter outputs are saved too. MoE layers follow the same pattern
+// per routed copy (the router gate is force-recomputed). With torchao float8
+// linears every projection runs aten._scaled_mm, which current torchtitan
+// saves unconditionally (it is one of functorch's compute_intensive_ops and
+// not counted among the alternating mm/linear), so all seven outputs stay
+// (torchtitan v0.1.0's shorter list saved none of them).
+double op_saved_bytes(const Model& model, const Resolved& setup, const Dims& dm,
+                      bool moe) {
+  const bool f8 = setup.float8;
+  const double d = dm.d;
+  const double h = dm.h;
+  const double heads = as_double(model.num_heads);
+  double q_dim = heads * as_double(model.head_dim);
+  double kv_dim = as_double(model.num_kv_heads * model.head_dim);
+  double o_dim = q_dim;
+  if (model.kv_lora_rank > 0) {
+    q_dim = heads * as_double(model.qk_nope_head_dim + model.qk_rope_head_dim);
+    kv_dim = as_double(model.kv_lora_rank + model.qk_rope_head_dim);
+    o_dim = heads * as_double(model.v_head_dim);
+  }
+  const double rep_div = dm.sp ? dm.t : 1.0;
+  double rep = d * h / rep_div;  // the checkpointed block input
+  // w2's output (under TP the rowwise partial sum, full size); float8 also
+  // wo's.
+  rep += (f8 ? 2.0 : 1.0) * d * h;
+  if (dm.t > 1 && dm.sp) {
+    rep += 2.0 * d * h / dm.t;  // reduce-scatter outputs
+  }
+  // wq, wv (float8: wk too), the attention output and its logsumexp (fp32,
+  // one per head).
+  double shard = d * (q_dim + (f8 ? 2.0 : 1.0) * kv_dim + o_dim) + 4.0 * heads;
+  // w1 (w3 recomputed; float8: saved too)
+  auto mlp = [&](double inter) { return (f8 ? 2.0 : 1.0) * d * inter; };
+  if (!moe) {
+    shard += mlp(as_double(model.intermediate_size));
+  } else {
+    const double k = as_double(model.experts_per_tok);
+    shard += k * (mlp(as_double(model.moe_intermediate_size)) + d * h);
+    if (model.num_shared_experts > 0) {
+      const double inter =
+          model.shared_expert_intermediate_size > 0
+              ? as_double(model.shared_expert_intermediate_size)
+              : as_double(model.moe_intermediate_size);
+      shard += as_double(model.num_shared_experts) * (mlp(inter) + d * h);
+    }
+  }
+  return dm.tokens * (rep + shard / dm.t);
+}
+
+// Activation-gradient working set while one layer runs backward, sharded by
+// TP: the larger of the MLP's and the attention's. MLP: the grads of its
+// three largest intermediates (gated) or two (plain). Attention (flash-attn
+// 2 / SDPA backward): the incoming output gradient, dq with its fp32
+// accumulator (flash_bwd dq_accum), and dk, dv at the query heads' width
+// (FlashAttention-2 expands GQA keys and values for backward, then sums them
+// per KV head: flash_attn_interface dk_expanded / dv_expanded). Eager
+// attention is left to its s^2 scores term (Korthikanti's reference, whose
+// measurements include no separate working set). At long context this is the
+// layer's transient that full checkpointing cannot remove.
+double layer_backward_bytes(const Model& model, const Resolved& setup,
+                            const Dims& dm, bool moe) {
   double inter = as_double(model.intermediate_size);
   if (moe) {
     inter = as_double(model.experts_per_tok) *
             as_double(model.moe_intermediate_size);
   }
   const double n = model.mlp == MlpKind::gated ? 3.0 : 2.0;
-  return dm.tokens * dm.d * n * inter / dm.t;
+  const double mlp = dm.d * n * inter;
+  double q_dim = as_double(model.num_heads * model.head_dim);
+  if (model.kv_lora_rank > 0) {
+    q_dim = as_double(model.num_heads *
+                      (model.qk_nope_head_dim + model.qk_rope_head_dim));
+  }
+  double attn = setup.attn == Attn::eager
+                    ? 0.0
+                    : q_dim * (dm.d + 4.0 + dm.d) + 2.0 * q_dim * dm.d;
+  if (dm.cp > 1) {
+    // Context parallelism (torch distributed/tensor/experimental/
+    // _attention.py, torchtitan's default rotate method "allgather"): each
+    // rank all-gathers the keys and values of the whole sequence (cp x its
+    // own) and accumulates their gradients in fp32 before reduce-scattering
+    // them back (_templated_ring_attention_backward).
+    const double kv_dim =
+        model.kv_lora_rank > 0
+            ? q_dim
+            : 2.0 * as_double(model.num_kv_heads * model.head_dim);
+    attn += dm.cp * kv_dim * (dm.d + 4.0);
+  }
+  return dm.tokens * std::max(mlp, attn) / dm.t;
+}
+
+// Bytes per logit the loss holds at the end of forward and at its peak in
+// backward, per loss implementation (vocab-parallel under TP).
+struct LossBytes {
+  double fwd = 0;
+  double bwd = 0;
+};
+LossBytes loss_bytes(const Resolved& setup) {
+  const double d = dtype_bytes(setup.dtype);
+  switch (setup.loss) {
+    case Loss::chunked:
+      if (setup.compile) {
+        // Compiled per-chunk CE saves only its 16-bit input chunk (the
+        // chunks stay referenced) and writes one chunk's gradient at a time:
+        // inductor fuses the fp32 upcast, softmax and NLL backward into one
+        // kernel that writes the gradient in the input's dtype, so no fp32
+        // chunk is materialised.
+        return {d, d + d / k_loss_chunks};
+      }
+      // Eager: each chunk's log-softmax keeps its fp32 output; backward
+      // works one chunk at a time.
+      return {4.0 + d, 4.0 + (8.0 + d) / k_loss_chunks};
+    case Loss::full:
+      // The model returns fp32 logits (torchtune TransformerDecoder
+      // output(h).float()) and the loop keeps its reference through backward
+      // (`logits = model(...)`, then `loss.backward()`: torchtune recipes
+      // until PR #1046 / #1235, torchtitan until PR #391, custom loops that
+      // hold `outputs`); log-softmax saves its fp32 output: forward 8 B, the
+      // start of backward 16 B (logits, saved output, its gradient, the
+      // logits' gradient). Compiled: log-softmax and NLL fused, the fp32
+      // logits kept (4 B) and their gradient written in one kernel (4 B).
+      return setup.compile ? LossBytes{4.0, 8.0} : LossBytes{8.0, 16.0};
+    case Loss::upcast:
+      // F.cross_entropy(logits.float()) on 16-bit logits that the loop frees
+      // before backward (torchtitan components/loss.py cross_entropy_loss and
+      // train.py `del pred`; transformers >= 4.49 loss/loss_utils.py
+      // ForCausalLMLoss pads the labels instead of slicing the logits, and
+      // Trainer.compute_loss drops `outputs`). Forward: the 16-bit logits,
+      // their fp32 copy and log-softmax's fp32 output (d + 8 B); backward:
+      // the saved output, NLL's gradient and log-softmax's (12 B). Compiled:
+      // inductor keeps the 16-bit input and writes its gradient (d + d).
+      return setup.compile ? LossBytes{d, 2.0 * d} : LossBytes{d + 8.0, 12.0};
+    case Loss::upcast_shift:
+      // transformers 4.46-4.48 ForCausalLMLoss: logits.float(), then
+      // shift_logits = logits[..., :-1, :].contiguous(), a second fp32 copy,
+      // while the model still holds its 16-bit logits (d + 12 B).
+      return setup.compile ? LossBytes{d, 2.0 * d} : LossBytes{d + 12.0, 12.0};
+    case Loss::fp32_shift:
+      // transformers <= 4.45 LlamaForCausalLM.forward: logits =
+      // lm_head(...).float() (the 16-bit product freed at once), then the
+      // shifted fp32 copy and log-softmax's output (12 B); Trainer frees
+      // the fp32 logits before backward (12 B). Compiled: the fp32 logits
+      // are a model output, materialised as in `full`.
+      return setup.compile ? LossBytes{4.0, 8.0} : LossBytes{12.0, 12.0};
+  }
+  return {8.0, 16.0};
 }
 
 // Optimizer state bytes per trainable parameter on the GPU, excluding the
@@ -253,7 +480,7 @@ double layer_backward_bytes(const Model& model, const Dims& dm, bool moe) {
 // states whatever the parameter dtype; SGD one momentum buffer; Adafactor
 // (transformers, beta1 None) fp32 row and column factors of v.
 double state_bytes_per_param(const Resolved& setup, double hidden) {
-  const double pd = setup.precision == Precision::mixed
+  const double pd = setup.precision != Precision::pure
                         ? 4.0
                         : static_cast<double>(dtype_bytes(setup.dtype));
   switch (setup.optimizer) {
@@ -352,9 +579,24 @@ struct Parts {
   }
 };
 
+// The timeline's moments in step order; train_stage fills one Parts each.
+struct MomentInfo {
+  std::string_view name;
+  Phase phase;
+};
+constexpr std::array<MomentInfo, k_max_moments> k_moments = {{
+    {"inside a layer", Phase::forward},
+    {"logits", Phase::forward},
+    {"loss gradients", Phase::backward},
+    {"top layer", Phase::backward},
+    {"bottom layer", Phase::backward},
+    {"update", Phase::optimizer_step},
+}};
+
 struct StageResult {
   Parts peak;
   Phase phase = Phase::forward;
+  std::array<Parts, k_max_moments> moments{};  // in k_moments order
   double paged = 0;    // paged optimizer states (unified memory)
   double host = 0;     // CPU RAM this GPU's offload needs
   double weights = 0;  // for the stages table
@@ -367,7 +609,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
                         const ParamCounts& counts, int stage) {
   const int pp = setup.pp;
   const double t = setup.tp;
-  const double dp = std::max(1, setup.dp());
+  // FSDP and gradient reduction span data and context parallel ranks
+  // (torchtitan parallelize: dp_mesh_dim_names ("dp_shard_cp",)).
+  const double dp = std::max(1, setup.dp()) * setup.cp;
   const int zero = setup.zero;
   const bool full = setup.mode == Mode::full;
   const bool first = stage == 0;
@@ -377,6 +621,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   const std::int64_t end = stage_begin(n_layers, pp, stage + 1);
   const double d = dtype_bytes(setup.dtype);
   const bool mixed16 = setup.precision == Precision::mixed && d < 4.0;
+  const bool amp = setup.precision == Precision::amp;
   const bool offload_opt =
       setup.offload == Offload::optimizer || setup.offload == Offload::all;
   const bool offload_params = zero >= 3 && (setup.offload == Offload::params ||
@@ -431,7 +676,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   double train_w_bytes = d;  // bytes of one trainable weight
   if (full) {
     trainable = stage_params;
-    const double w = stage_params * d / (zero >= 3 ? dp : 1.0);
+    // amp (torch.autocast over fp32 parameters, HF Trainer bf16=True on a
+    // model loaded in fp32): the parameters themselves are fp32.
+    const double w = stage_params * (amp ? 4.0 : d) / (zero >= 3 ? dp : 1.0);
     (offload_params ? w_host : w_gpu) = w;
   } else {
     // Frozen base through the shared weight term (NF4 + double quantization
@@ -441,8 +688,24 @@ StageResult train_stage(const Model& model, const Resolved& setup,
                             .layer_end = end,
                             .embedding = first,
                             .lm_head = last};
-    const double w =
-        as_double(weight_bytes(model, setup, share)) / (zero >= 3 ? dp : 1.0);
+    Resolved base = setup;
+    if (amp) {
+      base.dtype = Dtype::fp32;  // the frozen base as loaded, fp32
+    }
+    double w = as_double(weight_bytes(model, base, share));
+    if (setup.prepare_kbit) {
+      // prepare_model_for_kbit_training: the unquantized parameters
+      // (embedding, lm_head, norms) become fp32.
+      const double norms =
+          (as_double(model.norms_per_layer) * as_double(end - begin) +
+           (last ? 1.0 : 0.0)) *
+          as_double(model.hidden_size);
+      const double vocab = ((first ? embed : 0.0) + (last ? head : 0.0) +
+                            (pp > 1 && last && head == 0 ? embed : 0.0)) /
+                           t;
+      w += (vocab + norms) * (4.0 - d);
+    }
+    w /= zero >= 3 ? dp : 1.0;
     (offload_params ? w_host : w_gpu) = w;
     double adapters = 0;
     for (std::int64_t l = begin; l < end; ++l) {
@@ -455,7 +718,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     trainable = adapters / t;
     // PEFT keeps adapters in fp32 when the base is 16-bit
     // (autocast_adapter_dtype); torchtune (pure) keeps them in the dtype.
-    train_w_bytes = setup.precision == Precision::mixed ? 4.0 : d;
+    train_w_bytes = setup.precision != Precision::pure ? 4.0 : d;
     const double a = trainable * train_w_bytes / (zero >= 3 ? dp : 1.0);
     (offload_params ? w_host : w_gpu) += a;
   }
@@ -470,7 +733,8 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   const bool bf16_optimizer = full && zero == 1 && !setup.fsdp &&
                               setup.dtype == Dtype::bf16 &&
                               setup.precision == Precision::mixed;
-  const double g_elem = bf16_optimizer ? 4.0 : (full ? d : train_w_bytes);
+  const double g_elem =
+      (bf16_optimizer || (full && amp)) ? 4.0 : (full ? d : train_w_bytes);
   double g_full = trainable * g_elem / (zero >= 2 ? dp : 1.0);
   double g_host = 0;
   if ((offload_opt && zero >= 2) || offload_params) {
@@ -502,7 +766,9 @@ StageResult train_stage(const Model& model, const Resolved& setup,
 
   // --- Activations (Korthikanti et al. 2022 §4), per micro-batch.
   Dims dm;
-  dm.tokens = as_double(setup.batch) * as_double(setup.seq);
+  // Context parallelism shards every sequence over cp ranks.
+  dm.tokens = as_double(setup.batch) * as_double(setup.seq) / setup.cp;
+  dm.cp = setup.cp;
   dm.seq = as_double(setup.seq);
   dm.h = as_double(model.hidden_size);
   dm.d = d;
@@ -510,15 +776,24 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   dm.sp = setup.sequence_parallel && setup.tp > 1;
   double a_all = 0;    // all layers' saved tensors, no checkpointing
   double a_layer = 0;  // the largest layer's
+  double op_all = 0;   // all layers' per-op SAC stash (--checkpointing op)
+  double op_gap = 0;   // what one layer recomputes beyond its stash
+  double op_layer = 0;
   double bwd_layer = 0;
   for (std::int64_t l = begin; l < end; ++l) {
     const bool moe = is_moe_layer(model, l);
     const double a = layer_activation_bytes(model, setup, dm, moe);
+    const double o = op_saved_bytes(model, setup, dm, moe);
     a_all += a;
+    op_all += o;
     a_layer = std::max(a_layer, a);
-    bwd_layer = std::max(bwd_layer, layer_backward_bytes(model, dm, moe));
+    op_layer = std::max(op_layer, o);
+    op_gap = std::max(op_gap, a - o);
+    bwd_layer =
+        std::max(bwd_layer, layer_backward_bytes(model, setup, dm, moe));
     if (model.num_experts == 0 && model.num_decoder_layers == 0) {
       a_all = a * as_double(end - begin);  // dense: every layer alike
+      op_all = o * as_double(end - begin);
       break;
     }
   }
@@ -527,17 +802,82 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // Full recomputation keeps each layer's input (2sbh, /t with SP) and
   // recomputes one layer at a time in backward; selective recomputation
   // keeps everything but the attention scores and recomputes one layer's
-  // scores at a time (Korthikanti §4.1-4.2).
-  const double layer_input = dm.tokens * d * dm.h / (dm.sp ? t : 1.0);
+  // scores at a time (Korthikanti §4.1-4.2). HF's gradient_checkpointing
+  // wraps each decoder layer in torch.utils.checkpoint: with
+  // use_reentrant=True (transformers' default since 4.35) the layer runs
+  // under no_grad and only its inputs are saved (CheckpointFunction
+  // ctx.save_for_backward); with use_reentrant=False saved-tensor hooks keep
+  // holders instead of tensors and the closure keeps the inputs. Either way
+  // the backward of one layer re-runs its forward with grad and holds all of
+  // its saved tensors, so both are `full` here.
+  // prepare_model_for_kbit_training's fp32 embedding makes the residual
+  // stream, and so every layer's input, fp32.
+  const double stream = (setup.prepare_kbit || amp_compute(setup)) ? 4.0 : d;
+  const double layer_input = dm.tokens * stream * dm.h / (dm.sp ? t : 1.0);
+  // DeepSpeed activation checkpointing (runtime/activation_checkpointing/
+  // checkpointing.py CheckpointFunction.forward): partition_activations keeps
+  // 1/mp of each checkpointed input per tensor-parallel rank
+  // (partition_activations: narrow(0, start, numel / mp_size).clone()), and
+  // cpu_checkpointing moves those partitions to host RAM (documented as
+  // offloading the partitioned activations); backward all-gathers one
+  // layer's input again (get_full_inputs).
+  const double ds_part = layer_input / (dm.sp ? 1.0 : t);
   double stored = a_all;
   double recompute = 0;
-  if (setup.checkpointing == Checkpointing::full) {
-    stored = layer_input * layers_here;
-    recompute = a_layer;
-  } else if (setup.checkpointing == Checkpointing::selective) {
-    stored = a_all - scores * layers_here;
-    recompute = scores;
+  double per_layer = a_layer;  // what one layer keeps through backward
+  double ckpt_host = 0;
+  switch (setup.checkpointing) {
+    case Checkpointing::none:
+      break;
+    case Checkpointing::selective:
+      stored = a_all - scores * layers_here;
+      recompute = scores;
+      per_layer = a_layer - scores;
+      break;
+    case Checkpointing::every: {
+      // torchtitan v0.1.0 _apply_ac_to_transformer_block (and torchtune's
+      // copy, apply_selective_activation_checkpointing): a counter over the
+      // blocks this rank builds wraps block k in full AC when k % N == 0, so
+      // floor(L / N) layers keep only their input and the rest keep all.
+      const double n_ckpt = std::floor(layers_here / setup.checkpoint_every);
+      stored = a_all - n_ckpt * (a_layer - layer_input);
+      // The top layer is recomputed only when it is one of them; lower ones
+      // are reached after the layers above have freed at least a layer.
+      const bool top = std::fmod(layers_here, setup.checkpoint_every) == 0;
+      recompute = top ? a_layer : 0.0;
+      per_layer = a_layer;
+      break;
+    }
+    case Checkpointing::op:
+      stored = op_all;
+      recompute = op_gap;
+      per_layer = op_layer;
+      break;
+    case Checkpointing::full:
+      stored = layer_input * layers_here;
+      recompute = a_layer;
+      per_layer = layer_input;
+      break;
+    case Checkpointing::ds_partition:
+      stored = ds_part * layers_here;
+      recompute = a_layer + layer_input;
+      per_layer = ds_part;
+      break;
+    case Checkpointing::ds_cpu:
+      ckpt_host = ds_part * layers_here;
+      stored = 0;
+      recompute = a_layer + layer_input;
+      per_layer = 0;
+      break;
   }
+  // Policies that run a layer's forward without keeping its intermediates
+  // hold only that layer's working set while it runs.
+  const bool recomputes_layers =
+      setup.checkpointing == Checkpointing::every ||
+      setup.checkpointing == Checkpointing::op ||
+      setup.checkpointing == Checkpointing::full ||
+      setup.checkpointing == Checkpointing::ds_partition ||
+      setup.checkpointing == Checkpointing::ds_cpu;
   // 1F1B: stage s holds pp - s micro-batches in flight (the first stage pp),
   // fewer when the step has fewer micro-batches (--grad-accum > 1 given).
   double in_flight = as_double(pp - stage);
@@ -545,60 +885,32 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     in_flight = std::min(in_flight, as_double(setup.grad_accum));
   }
   stored *= in_flight;
+  ckpt_host *= in_flight;
   if (last) {
     // The final norm keeps its input (and upcast) for backward.
-    stored += dm.tokens * (norm_saved(model, setup, needs_of(setup), d) + d) *
-              dm.h / (dm.sp ? t : 1.0);
+    stored += dm.tokens *
+              (norm_saved(model, setup, needs_of(setup), stream) + d) * dm.h /
+              (dm.sp ? t : 1.0);
   }
-  double a_host = 0;
+  double a_host = ckpt_host;
   if (setup.activation_offload) {
     // torchtune OffloadActivations: saved tensors go to pinned CPU memory in
     // forward and return one layer ahead of backward.
-    a_host = stored;
-    stored = std::min(
-        stored, 2.0 * (setup.checkpointing == Checkpointing::full ? layer_input
-                                                                  : a_layer));
+    a_host += stored;
+    stored = std::min(stored, 2.0 * per_layer);
   }
 
-  // --- Logits and loss (last stage). Eager: the model returns fp32 logits
-  // (torchtune TransformerDecoder output(h).float(), LlamaForCausalLM
-  // logits.float() before transformers 4.45) and the training loop keeps its
-  // reference to them through backward (`logits = model(...)`, then
-  // `loss.backward()`: torchtune recipes until PR #1046 / #1235 added
-  // `del logits` in mid-2024, torchtitan until PR #391, custom HF/PEFT loops
-  // that hold `outputs`); log-softmax saves its fp32 output. Forward holds
-  // 8 B per logit, the start of backward 16 B (logits, saved output, its
-  // gradient, the logits' gradient). Loops that free the logits first hold
-  // 12 B: oomplan takes the loop that keeps them, the common one in the
-  // published 2023-24 runs. Chunked CE (torchtune CEWithChunkedOutputLoss)
-  // runs the output projection and the loss in 8 chunks.
+  // --- Logits and loss (last stage), per loss implementation (loss_bytes).
+  // Chunked CE (torchtune CEWithChunkedOutputLoss) runs the output
+  // projection and the loss in 8 chunks.
   double l_fwd = 0;
   double l_bwd = 0;
   if (last) {
     const double elems =
         dm.tokens * as_double(model.vocab_size) / t;  // vocab-parallel
-    if (setup.loss == Loss::chunked && setup.compile) {
-      // Compiled per-chunk CE saves only its 16-bit input chunk (the
-      // chunks stay referenced) and writes one chunk's gradient at a time:
-      // inductor fuses the fp32 upcast, softmax and NLL backward into one
-      // kernel that writes the gradient in the input's dtype, so no fp32
-      // chunk is materialised.
-      l_fwd = elems * d;
-      l_bwd = elems * (d + d / k_loss_chunks);
-    } else if (setup.loss == Loss::chunked) {
-      // Eager: each chunk's log-softmax keeps its fp32 output; backward
-      // works one chunk at a time.
-      l_fwd = elems * (4.0 + d);
-      l_bwd = elems * (4.0 + (8.0 + d) / k_loss_chunks);
-    } else if (setup.compile) {
-      // A compiled loss fuses log-softmax and NLL: it keeps the fp32 logits
-      // (4 B) and writes their gradient in one kernel (4 B).
-      l_fwd = elems * 4.0;
-      l_bwd = elems * 8.0;
-    } else {
-      l_fwd = elems * 8.0;
-      l_bwd = elems * 16.0;
-    }
+    const LossBytes lb = loss_bytes(setup);
+    l_fwd = elems * lb.fwd;
+    l_bwd = elems * lb.bwd;
   }
 
   // --- Communication and gather buffers.
@@ -641,7 +953,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // their persistent flat gradient buffer instead (Megatron's grad buffer is
   // its bucket), counted in the timeline below.
   const double ddp_copy = (zero == 0 && dp > 1 && full &&
-                           setup.precision == Precision::pure && !setup.fsdp)
+                           setup.precision != Precision::mixed && !setup.fsdp)
                               ? g_full
                               : 0.0;
   // QLoRA: each NF4 matmul dequantizes its weight to the dtype first
@@ -696,14 +1008,54 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // Inside the layers, before any logits exist: under full checkpointing a
   // layer's forward saves nothing, only its working set lives while it runs
   // (and is freed before the output projection).
+  // prepare_model_for_kbit_training leaves an fp32 lm_head: under autocast
+  // each call casts its weight to 16 bits (not cached: autocast caches leaf
+  // parameters that require grad only) and the matmul saves that copy for
+  // the backward of its input.
+  const double head_cast =
+      (setup.prepare_kbit && last) ? (head > 0 ? head : embed) * d / t : 0.0;
+  fwd.buffers += head_cast;
+
+  // amp: autocast's 16-bit copies of the fp32 weights. Trained weights
+  // (full) are cached for the whole autocast region (cached_cast: leaf
+  // tensors that require grad; cleared when the region exits after the
+  // loss) and saved by each matmul for backward; frozen ones (LoRA) are cast
+  // at each call and saved by the matmul while its input needs a gradient.
+  // Without checkpointing every layer's copies live from forward into
+  // backward; with it the trained copies stay cached to the end of forward
+  // and each recomputed layer makes its own. FSDP/ZeRO-3 gather the
+  // parameters already in 16 bits (MixedPrecision param_dtype): no copies.
+  double cast_all = 0;
+  double cast_layer = 0;
+  if (amp_compute(setup)) {
+    // Norm weights are not cast (RMSNorm's weight * x is no autocast op).
+    const double norms =
+        (as_double(model.norms_per_layer) * as_double(end - begin) +
+         (last ? 1.0 : 0.0)) *
+        as_double(model.hidden_size);
+    const double linear =
+        layer_sum - norms + (last ? (head > 0 ? head : embed) : 0.0);
+    cast_all = linear * d / t;
+    cast_layer = largest_layer * d / t;
+  }
+  const bool ckpt = setup.checkpointing != Checkpointing::none &&
+                    setup.checkpointing != Checkpointing::selective;
+  fwd.buffers += (!ckpt || full) ? cast_all : 0.0;
+
   Parts fwd_layer = fwd;
+  fwd_layer.buffers -= head_cast;
+  if (ckpt && !full) {
+    fwd_layer.buffers += cast_layer;
+  }
   fwd_layer.logits = 0;
-  fwd_layer.activations =
-      stored + (setup.checkpointing == Checkpointing::full ? bwd_layer : 0.0);
+  fwd_layer.activations = stored + (recomputes_layers ? bwd_layer : 0.0);
 
   Parts bwd_start = fwd;
   bwd_start.activations = stored;
   bwd_start.logits = l_bwd;
+  if (ckpt && full) {
+    bwd_start.buffers -= cast_all;  // the autocast cache is cleared
+  }
   // The output projection's weight gradient, optimizer-in-backward or not:
   // autograd sums a parameter's gradient over all its uses before its
   // accumulate hook fires (torch/csrc/autograd/engine.cpp InputBuffer;
@@ -721,6 +1073,10 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // for the embedding's contribution; an untied head has stepped and freed
   // its gradient.
   Parts bwd_top = fwd;
+  bwd_top.buffers -= head_cast;
+  if (ckpt) {
+    bwd_top.buffers += cast_layer - (full ? cast_all : 0.0);
+  }
   bwd_top.logits = 0;
   const bool tied = head == 0 && pp == 1;
   bwd_top.gradients = (setup.optimizer_in_bwd && !tied)
@@ -729,6 +1085,8 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   bwd_top.activations = stored + recompute + bwd_layer;
 
   Parts bwd_end = fwd;
+  bwd_end.buffers -= head_cast + ((!ckpt || full) ? cast_all : 0.0);
+  bwd_end.buffers += cast_layer;
   bwd_end.logits = 0;
   bwd_end.gradients = g_step + ddp_copy;
   // The bottom layer's activations (saved or recomputed) live until its own
@@ -769,22 +1127,15 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // adamw_torch_fused): no whole-model temporaries. Its foreach path would
   // add one state-sized list (_multi_tensor_adamw: exp_avg_sq_sqrt).
 
-  struct Candidate {
-    const Parts* parts;
-    Phase phase;
-  };
-  const Candidate candidates[] = {
-      {&fwd_layer, Phase::forward},  {&fwd, Phase::forward},
-      {&bwd_start, Phase::backward}, {&bwd_top, Phase::backward},
-      {&bwd_end, Phase::backward},   {&step, Phase::optimizer_step}};
-  const Candidate* best = &candidates[0];
-  for (const Candidate& c : candidates) {
-    if (c.parts->allocated() > best->parts->allocated()) {
-      best = &c;
+  out.moments = {fwd_layer, fwd, bwd_start, bwd_top, bwd_end, step};
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < k_max_moments; ++i) {
+    if (out.moments[i].allocated() > out.moments[best].allocated()) {
+      best = i;
     }
   }
-  out.peak = *best->parts;
-  out.phase = best->phase;
+  out.peak = out.moments[best];
+  out.phase = k_moments[best].phase;
   out.paged = o_paged;
   out.host = w_host + g_host + o_host + a_host;
   out.weights = w_gpu;
@@ -822,11 +1173,44 @@ std::string_view activations_formula(const Resolved& setup) {
     case Checkpointing::selective:
       return "layers x per-layer saved tensors without attention scores "
              "(Korthikanti 2022 selective)";
+    case Checkpointing::every:
+      return "every Nth layer's input + the other layers' saved tensors "
+             "(torchtitan/torchtune layer SAC)";
+    case Checkpointing::op:
+      return "layers x (input + wq, wv, w1, w2 and attention outputs) "
+             "(torchtitan per-op SAC) + one layer recomputed";
+    case Checkpointing::ds_partition:
+      return "layers x checkpointed inputs / tp (DeepSpeed "
+             "partition_activations) + one layer recomputed";
+    case Checkpointing::ds_cpu:
+      return "checkpointed inputs in host RAM (DeepSpeed cpu_checkpointing) "
+             "+ one layer gathered and recomputed";
     case Checkpointing::none:
       break;
   }
   return "layers x per-layer saved tensors (Korthikanti 2022 Table 2, "
          "RMSNorm/SwiGLU/GQA terms)";
+}
+
+std::string_view logits_formula(const Resolved& setup) {
+  switch (setup.loss) {
+    case Loss::chunked:
+      return "tokens x vocab / tp x (saved chunk logits + one chunk's fp32 "
+             "loss gradient) (chunked cross-entropy)";
+    case Loss::upcast:
+      return "tokens x vocab / tp x (16-bit logits + fp32 copy + "
+             "log-softmax; backward 12 B) (loss upcasts, output freed)";
+    case Loss::upcast_shift:
+      return "tokens x vocab / tp x (16-bit logits + fp32 copy + shifted "
+             "fp32 copy + log-softmax) (transformers 4.46-4.48)";
+    case Loss::fp32_shift:
+      return "tokens x vocab / tp x (fp32 logits + shifted fp32 copy + "
+             "log-softmax) (transformers <= 4.45)";
+    case Loss::full:
+      break;
+  }
+  return "tokens x vocab / tp x (fp32 log-softmax + its gradient + logits "
+         "gradient)";
 }
 
 std::string_view optimizer_formula(const Resolved& setup) {
@@ -913,14 +1297,26 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
     }
   }
 
+  // The step's timeline, each moment rounded per part as the components are,
+  // so the peak moment's device bytes equal total_bytes().
+  for (std::size_t i = 0; i < k_max_moments; ++i) {
+    const Parts& m = worst.moments[i];
+    const Bytes moment_allocated =
+        saturated_bytes(m.weights) + saturated_bytes(m.activations) +
+        saturated_bytes(m.logits) + saturated_bytes(m.gradients) +
+        saturated_bytes(m.optimizer) + saturated_bytes(m.buffers);
+    const Bytes moment_device =
+        moment_allocated +
+        saturated_bytes(static_cast<double>(moment_allocated) * reserve) +
+        overhead + paged_device;
+    budget.moments[i] = Moment{k_moments[i].name, k_moments[i].phase,
+                               moment_allocated, moment_device};
+  }
+  budget.moment_count = k_max_moments;
+
   budget.add("weights", weights, weights_formula(setup));
   budget.add("activations", activations, activations_formula(setup));
-  budget.add("logits", logits,
-             setup.loss == Loss::chunked
-                 ? "tokens x vocab / tp x (saved chunk logits + one chunk's "
-                   "fp32 loss gradient) (chunked cross-entropy)"
-                 : "tokens x vocab / tp x (fp32 log-softmax + its gradient + "
-                   "logits gradient)");
+  budget.add("logits", logits, logits_formula(setup));
   budget.add("gradients", gradients,
              setup.optimizer_in_bwd
                  ? "one parameter's gradient (optimizer step fused into "
@@ -929,11 +1325,18 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   budget.add("optimizer", optimizer_alloc + paged_device,
              optimizer_formula(setup));
   if (buffers > 0) {
-    budget.add("buffers", buffers,
-               setup.zero >= 3
-                   ? "gathered layer + prefetched layer + unsharded layer "
-                     "grads (ZeRO-3/FSDP)"
-                   : "communication buckets / dequantized NF4 weight");
+    std::string_view text =
+        setup.zero >= 3 ? "gathered layer + prefetched layer + unsharded "
+                          "layer grads (ZeRO-3/FSDP)"
+                        : "communication buckets / dequantized NF4 weight";
+    if (amp_compute(setup)) {
+      text = "autocast 16-bit copies of the fp32 weights (amp) + buckets";
+    } else if (setup.prepare_kbit) {
+      text =
+          "dequantized NF4 weight + 16-bit cast of the fp32 lm_head "
+          "(prepare_model_for_kbit_training)";
+    }
+    budget.add("buffers", buffers, text);
   }
   budget.add("overhead", overhead, "CUDA context + cuBLAS workspace + NCCL");
   budget.add("fragmentation", fragmentation,

@@ -253,7 +253,20 @@ const std::array k_rows = {
     [](const OptionContext&) { return std::string(); },  // in tp's fragment
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.pp}}; }},
   OptionRow{
-    "", "dp", OptionGroup::hardware, "", "data parallel = GPUs / (tp x pp)", "",
+    "--cp", "cp", OptionGroup::hardware, "INT",
+    "context parallel: the training sequence sharded over N GPUs (torchtitan)", "1", nullptr,
+    [](Setup& s, std::string_view t) {
+      s.cp = static_cast<int>(parse_whole("--cp", t, 1, k_max_gpus, "GPUs"));
+    },
+    [](const OptionContext& c) {
+      return c.setup.cp != k_default.cp ? words_of("--cp", c.setup.cp) : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.cp > 1 ? fmt::format("cp {}", c.resolved.cp) : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.cp}}; }},
+  OptionRow{
+    "", "dp", OptionGroup::hardware, "", "data parallel = GPUs / (tp x pp x cp)", "",
     nullptr, nullptr,
     [](const OptionContext&) { return Words{}; },
     [](const OptionContext&) { return std::string(); },
@@ -306,7 +319,7 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.fsdp}; }},
   OptionRow{
     "--precision", "precision", OptionGroup::training, "NAME",
-    "training: mixed (fp32 master + states) or pure (all in --dtype)", "mixed", precision_names,
+    "training: mixed (fp32 master + states), pure (all in --dtype) or amp (fp32 params under autocast)", "mixed", precision_names,
     [](Setup& s, std::string_view t) {
       s.precision = precision_from_name(choose("--precision", t, precision_names()));
     },
@@ -386,22 +399,29 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{lora_targets_text(c.resolved.lora_targets)}; }},
   OptionRow{
     "--checkpointing", "checkpointing", OptionGroup::training, "NAME",
-    "activation checkpointing: none, selective or full", "none", checkpointing_names,
+    "activation checkpointing: none, selective (Megatron), every-N (every Nth layer), op (torchtitan per-op), full, ds-partition or ds-cpu (DeepSpeed)", "none", checkpointing_names,
     [](Setup& s, std::string_view t) {
+      constexpr std::string_view k_every = "every-";
+      if (t.substr(0, k_every.size()) == k_every) {
+        s.checkpoint_every = static_cast<int>(
+            parse_whole("--checkpointing every-N", t.substr(k_every.size()), 1, 1'000, "layers"));
+        s.checkpointing = Checkpointing::every;
+        return;
+      }
       s.checkpointing = checkpointing_from_name(choose("--checkpointing", t, checkpointing_names()));
     },
     [](const OptionContext& c) {
       return c.setup.checkpointing != k_default.checkpointing
-                 ? words("--checkpointing", std::string(checkpointing_name(c.setup.checkpointing)))
+                 ? words("--checkpointing", checkpointing_text(c.setup.checkpointing, c.setup.checkpoint_every))
                  : Words{};
     },
     [](const OptionContext& c) {
       return c.resolved.training()
-                 ? fmt::format("checkpointing {}", checkpointing_name(c.resolved.checkpointing))
+                 ? fmt::format("checkpointing {}", checkpointing_text(c.resolved.checkpointing, c.resolved.checkpoint_every))
                  : std::string();
     },
     [](const OptionContext& c) {
-      return SetupValue{std::string(checkpointing_name(c.resolved.checkpointing))};
+      return SetupValue{checkpointing_text(c.resolved.checkpointing, c.resolved.checkpoint_every)};
     }},
   OptionRow{
     "--grad-accum", "grad_accum", OptionGroup::training, "INT",
@@ -420,15 +440,15 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.grad_accum}}; }},
   OptionRow{
     "--loss", "loss", OptionGroup::training, "NAME",
-    "cross-entropy: full or chunked", "full", loss_names,
+    "cross-entropy: full (fp32 logits kept), chunked, upcast, upcast-shift or fp32-shift (transformers by version)", "full", loss_names,
     [](Setup& s, std::string_view t) { s.loss = loss_from_name(choose("--loss", t, loss_names())); },
     [](const OptionContext& c) {
       return c.setup.loss != k_default.loss ? words("--loss", std::string(loss_name(c.setup.loss)))
                                             : Words{};
     },
     [](const OptionContext& c) {
-      return c.resolved.training() && c.resolved.loss == Loss::chunked ? std::string("chunked loss")
-                                                                       : std::string();
+      return c.resolved.training() && c.resolved.loss != Loss::full
+                 ? fmt::format("{} loss", loss_name(c.resolved.loss)) : std::string();
     },
     [](const OptionContext& c) { return SetupValue{std::string(loss_name(c.resolved.loss))}; }},
   OptionRow{
@@ -451,6 +471,25 @@ const std::array k_rows = {
       return c.resolved.training() && c.resolved.compile ? std::string("compiled") : std::string();
     },
     [](const OptionContext& c) { return SetupValue{c.resolved.compile}; }},
+  OptionRow{
+    "--float8", "float8", OptionGroup::training, "",
+    "torchao float8 linears (torchtitan converters float8)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.float8 = parse_flag("--float8", t); },
+    [](const OptionContext& c) { return c.setup.float8 ? Words{"--float8"} : Words{}; },
+    [](const OptionContext& c) {
+      return c.resolved.training() && c.resolved.float8 ? std::string("float8") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.float8}; }},
+  OptionRow{
+    "--prepare-kbit", "prepare_kbit", OptionGroup::training, "",
+    "QLoRA: PEFT prepare_model_for_kbit_training (fp32 norms, embeddings, lm_head)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.prepare_kbit = parse_flag("--prepare-kbit", t); },
+    [](const OptionContext& c) { return c.setup.prepare_kbit ? Words{"--prepare-kbit"} : Words{}; },
+    [](const OptionContext& c) {
+      return c.resolved.prepare_kbit ? std::string("fp32 upcast (prepare_model_for_kbit_training)")
+                                     : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.prepare_kbit}; }},
   OptionRow{
     "--offload", "offload", OptionGroup::training, "NAME",
     "to CPU RAM: none, optimizer, params or all", "none", offload_names,
@@ -519,13 +558,19 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.max_model_len}; }},
   OptionRow{
     "--max-num-seqs", "max_num_seqs", OptionGroup::serving, "INT",
-    "vLLM max concurrent sequences", "256", nullptr,
+    "vLLM max concurrent sequences", "vLLM's, by version and card (256; 1024 on "
+    "70 GiB+ cards)", nullptr,
     [](Setup& s, std::string_view t) {
       s.max_num_seqs = parse_whole("--max-num-seqs", t, 1, k_max_num_seqs, "sequences");
     },
     [](const OptionContext& c) {
-      return c.setup.engine == Engine::vllm && c.setup.max_num_seqs != k_default.max_num_seqs
-                 ? words_of("--max-num-seqs", c.setup.max_num_seqs) : Words{};
+      if (c.setup.engine != Engine::vllm || !c.setup.max_num_seqs) {
+        return Words{};
+      }
+      const std::int64_t automatic =
+          derived(c, [](Setup& t) { t.max_num_seqs.reset(); }).max_num_seqs;
+      return *c.setup.max_num_seqs != automatic
+                 ? words_of("--max-num-seqs", *c.setup.max_num_seqs) : Words{};
     },
     [](const OptionContext& c) {
       const Resolved& s = c.resolved;
@@ -567,22 +612,67 @@ const std::array k_rows = {
     [](const OptionContext& c) { return SetupValue{c.resolved.max_num_batched_tokens}; }},
   OptionRow{
     "--vllm-version", "vllm_version", OptionGroup::serving, "X.Y",
-    "vLLM version (behaviour differs by era)", "current", nullptr,
+    "vLLM release, X.Y or X.Y.Z (engine, profiler and defaults differ by release)",
+    "0.19", nullptr,
     [](Setup& s, std::string_view t) {
-      const auto era = vllm_era_from_text(t);
-      if (!era) {
+      const auto release = vllm_version_from_text(t);
+      if (!release) {
         throw Error(fmt::format(
             "--vllm-version '{}' is not a version; use X.Y such as 0.6 or 0.11", t));
       }
-      s.vllm_version = *era;
+      s.vllm_release = *release;
+      s.vllm_version = vllm_era_of(*release);
     },
     [](const OptionContext& c) {
-      return c.setup.engine == Engine::vllm && c.setup.vllm_version != k_default.vllm_version
+      if (c.setup.engine != Engine::vllm) {
+        return Words{};
+      }
+      if (c.setup.vllm_release) {
+        return *c.setup.vllm_release != k_vllm_default_version
+                   ? words("--vllm-version", vllm_version_text(*c.setup.vllm_release))
+                   : Words{};
+      }
+      return c.setup.vllm_version != k_default.vllm_version
                  ? words("--vllm-version", std::string(vllm_era_version(c.setup.vllm_version)))
                  : Words{};
     },
-    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return s.engine == Engine::vllm && !s.training()
+                 ? fmt::format("vLLM {} ({})", vllm_version_text(s.vllm_release),
+                               vllm_engine_name(s.vllm_engine))
+                 : std::string();
+    },
     [](const OptionContext& c) { return SetupValue{std::string(vllm_era_name(c.resolved.vllm_version))}; }},
+  OptionRow{
+    "", "vllm_release", OptionGroup::serving, "", "the vLLM release planned", "",
+    nullptr, nullptr,
+    [](const OptionContext&) { return Words{}; },
+    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) { return SetupValue{vllm_version_text(c.resolved.vllm_release)}; }},
+  OptionRow{
+    "", "vllm_engine", OptionGroup::serving, "",
+    "the engine that release runs here: v0 or v1", "", nullptr, nullptr,
+    [](const OptionContext&) { return Words{}; },
+    [](const OptionContext&) { return std::string(); },
+    [](const OptionContext& c) {
+      return SetupValue{std::string(c.resolved.vllm_engine == VllmEngine::v0 ? "v0" : "v1")};
+    }},
+  OptionRow{
+    "--p2p", "p2p", OptionGroup::serving, "NAME",
+    "peer-to-peer between a node's GPUs (vLLM custom all-reduce, NCCL's P2P "
+    "transport): auto (NVLink inside one node), on or off", "auto", p2p_names,
+    [](Setup& s, std::string_view t) { s.p2p = p2p_from_name(choose("--p2p", t, p2p_names())); },
+    [](const OptionContext& c) {
+      return c.setup.engine == Engine::vllm && c.setup.p2p != k_default.p2p
+                 ? words("--p2p", std::string(p2p_name(c.setup.p2p))) : Words{};
+    },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return s.engine == Engine::vllm && !s.training() && s.tp > 1
+                 ? std::string(s.p2p ? "P2P" : "no P2P") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.p2p}; }},
   OptionRow{
     "--overhead-gib", "overhead_gib", OptionGroup::overrides, "FLOAT",
     "CUDA context + workspaces per GPU, GiB", "measured", nullptr,

@@ -29,15 +29,19 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.dtype = s.dtype;
   r.kv_dtype = s.kv_dtype.value_or(s.dtype);
   r.pp = s.pp;
+  r.cp = s.cp;
   r.split_layers = s.split_layers;
   r.sequence_parallel = s.sequence_parallel;
   r.fsdp = s.fsdp;
   r.offload = s.offload;
   r.checkpointing = s.checkpointing;
+  r.checkpoint_every = s.checkpoint_every;
   r.attn = s.attn;
   r.precision = s.precision;
   r.optimizer = s.optimizer;
   r.compile = s.compile;
+  r.float8 = s.float8;
+  r.prepare_kbit = s.prepare_kbit;
   r.lora_rank = s.lora_rank;
   r.lora_targets = s.lora_targets;
   r.optimizer_in_bwd = s.optimizer_in_bwd;
@@ -47,7 +51,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.gpu_util = s.gpu_util;
   r.enforce_eager = s.enforce_eager;
   r.vllm_version = s.vllm_version;
-  r.max_num_seqs = s.max_num_seqs;
+  r.vllm_release = s.vllm_release.value_or(vllm_era_release(s.vllm_version));
   r.overhead_gib = s.overhead_gib;
   r.reserve = s.reserve;
   r.price = s.price;
@@ -91,18 +95,17 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
       model.max_position_embeddings > 0
           ? std::min(s.seq, model.max_position_embeddings)
           : s.seq);
-  if (s.max_num_batched_tokens) {
-    r.max_num_batched_tokens = *s.max_num_batched_tokens;
-  } else if (s.vllm_version == VllmEra::v0) {
-    // V0 (vllm/config.py SchedulerConfig): chunked prefill only above 32k
-    // tokens (512-token chunks); else one prompt of max_model_len, >= 2048.
-    r.max_num_batched_tokens =
-        r.max_model_len > 32768 ? 512
-                                : std::max<std::int64_t>(r.max_model_len, 2048);
-  } else {
-    // V1: chunked prefill always on, the OpenAI server's per-card budget.
-    r.max_num_batched_tokens = vllm_default_batched_tokens(gpu);
-  }
+  // vLLM: the engine the release runs for this model, card and precision,
+  // then its scheduler defaults (vllm.hpp).
+  r.vllm_engine =
+      vllm_engine(model, gpu, r.vllm_release, r.dtype, r.kv_dtype, r.quant)
+          .engine;
+  r.max_num_seqs = s.max_num_seqs.value_or(
+      vllm_default_max_num_seqs(gpu, r.vllm_release, r.vllm_engine));
+  r.max_num_batched_tokens =
+      s.max_num_batched_tokens.value_or(vllm_default_batched_tokens(
+          model, gpu, r.vllm_release, r.vllm_engine, r.max_model_len));
+  r.p2p = resolve_p2p(s.p2p, gpu, r.tp, r.gpus);
   return r;
 }
 
@@ -172,6 +175,36 @@ std::optional<std::string> check_request(const Setup& s) {
     return std::string(
         "--zero and --fsdp apply to training (--mode full, lora or qlora)");
   }
+  if (s.cp > 1 && !s.training()) {
+    return std::string(
+        "--cp shards a training step's sequence over GPUs (torchtitan context "
+        "parallelism); use it with --mode full, lora or qlora");
+  }
+  if (s.cp > 1 && s.seq % (2 * std::int64_t{s.cp}) != 0) {
+    // torch context_parallel's load balancing for causal attention splits
+    // the sequence into 2 x cp chunks (torchtitan: seq % (2 * cp) == 0).
+    return fmt::format(
+        "--seq {} does not split into 2 x --cp {} equal chunks; use a --seq "
+        "divisible by {}",
+        s.seq, s.cp, 2 * s.cp);
+  }
+  if (s.float8 && !s.training()) {
+    return std::string(
+        "--float8 is torchao float8 training; use it with --mode full, lora or "
+        "qlora (for fp8 inference weights use --quant fp8)");
+  }
+  if (s.precision == Precision::amp && s.mode == Mode::qlora) {
+    return std::string(
+        "--precision amp keeps fp32 parameters, and a 4-bit base has none to "
+        "keep; for PEFT's fp32 norms, embeddings and lm_head use --precision "
+        "mixed --prepare-kbit");
+  }
+  if (s.prepare_kbit &&
+      (s.mode != Mode::qlora || s.precision != Precision::mixed)) {
+    return std::string(
+        "--prepare-kbit is PEFT's prepare_model_for_kbit_training for a "
+        "bitsandbytes base; use it with --mode qlora --precision mixed");
+  }
   const std::int64_t total = std::int64_t{s.gpus} * s.nodes;
   if (total > k_max_gpus) {
     return fmt::format(
@@ -186,6 +219,12 @@ std::optional<std::string> check_layout(const Model& model, const Setup& s,
                                         const Resolved& r) {
   const std::int64_t total = r.total_gpus();
   const std::int64_t group = std::int64_t{r.tp} * r.pp;
+  if (r.cp > 1 && (group * r.cp > total || total % (group * r.cp) != 0)) {
+    return fmt::format(
+        "--tp {} x --pp {} x --cp {} = {} GPUs per replica does not divide the "
+        "{} GPUs; choose tp x pp x cp that divides {}",
+        r.tp, r.pp, r.cp, group * r.cp, total, total);
+  }
   if (group > total || total % group != 0) {
     if (!s.tp) {
       return fmt::format(
@@ -241,22 +280,37 @@ std::optional<std::string> check_layout(const Model& model, const Setup& s,
 
 }  // namespace
 
-std::optional<std::string> check(const Model& model, const Gpu& gpu,
-                                 const Setup& setup) {
+namespace {
+
+// Every check of a setup, given its resolution (computed once by the caller).
+std::optional<std::string> check_resolved(const Model& model, const Gpu& gpu,
+                                          const Setup& setup,
+                                          const Resolved& resolved) {
   if (auto problem = check_request(setup)) {
     return problem;
   }
-  return check_layout(model, setup, resolve(model, gpu, setup));
+  // torchao float8 training runs torch._scaled_mm, which needs fp8 tensor
+  // cores (compute capability 8.9: Ada, Hopper and newer).
+  if (setup.float8 && below(gpu, k_cc_fp8_tensor_cores)) {
+    return fmt::format(
+        "--float8 needs fp8 tensor cores (compute capability 8.9 or newer: "
+        "L4, L40S, RTX 4090, H100, H200, B200); {} has {}.{}",
+        gpu.name, gpu.compute_capability / 10, gpu.compute_capability % 10);
+  }
+  return check_layout(model, setup, resolved);
+}
+
+}  // namespace
+
+std::optional<std::string> check(const Model& model, const Gpu& gpu,
+                                 const Setup& setup) {
+  return check_resolved(model, gpu, setup, resolve(model, gpu, setup));
 }
 
 Pricing price(const Model& model, const Gpu& gpu, const Setup& setup) {
   Pricing out;
-  if (auto problem = check_request(setup)) {
-    out.problem = std::move(*problem);
-    return out;
-  }
   Priced p{setup, resolve(model, gpu, setup), {}};
-  if (auto problem = check_layout(model, setup, p.setup)) {
+  if (auto problem = check_resolved(model, gpu, setup, p.setup)) {
     out.problem = std::move(*problem);
     return out;
   }

@@ -161,18 +161,6 @@ std::string launch_line(const Fix& fix) {
   return out;
 }
 
-// A Markdown table cell: a literal '|' would end the cell.
-std::string md_cell(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '|') {
-      out += '\\';
-    }
-    out += c;
-  }
-  return out;
-}
-
 // Text built line by line: put("...") appends one line.
 struct Lines {
   std::string out;
@@ -191,6 +179,79 @@ bool has_stages(const Plan& plan) {
 
 std::string billions(std::int64_t params) {
   return fmt::format("{:.2f}B", static_cast<double>(params) / 1e9);
+}
+
+std::string md_cell(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '|') {
+      out += '\\';
+    }
+    out += c == '\n' || c == '\r' ? ' ' : c;
+  }
+  return out;
+}
+
+namespace {
+
+// Characters, not bytes: UTF-8 continuation bytes take no column.
+std::size_t columns_of(std::string_view text) {
+  return static_cast<std::size_t>(std::count_if(
+      text.begin(), text.end(),
+      [](char c) { return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U; }));
+}
+
+}  // namespace
+
+std::string text_table(const std::vector<TableColumn>& columns,
+                       const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    widths[c] = columns_of(columns[c].title);
+    for (const auto& row : rows) {
+      widths[c] = std::max(widths[c], columns_of(row[c]));
+    }
+  }
+  std::string out;
+  auto put_row = [&](auto cell) {
+    std::string line;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const std::string_view text = cell(c);
+      const std::string pad(widths[c] - columns_of(text), ' ');
+      line += c == 0 ? "" : "  ";
+      line +=
+          columns[c].right ? pad + std::string(text) : std::string(text) + pad;
+    }
+    while (!line.empty() && line.back() == ' ') {
+      line.pop_back();
+    }
+    out += line + "\n";
+  };
+  put_row([&](std::size_t c) { return columns[c].title; });
+  for (const auto& row : rows) {
+    put_row([&](std::size_t c) { return std::string_view(row[c]); });
+  }
+  return out;
+}
+
+std::string markdown_table(const std::vector<TableColumn>& columns,
+                           const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "|";
+  std::string rule = "|";
+  for (const TableColumn& column : columns) {
+    out += fmt::format(" {} |", md_cell(column.title));
+    rule += column.right ? "---:|" : "---|";
+  }
+  out += "\n" + rule + "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (const std::string& cell : row) {
+      out += fmt::format(" {} |", md_cell(cell));
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
@@ -382,6 +443,22 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
                     "max concurrency", v.max_concurrency, s.max_model_len));
     put(fmt::format("  {:<32}{:>9} tokens", "largest max-model-len",
                     v.max_model_len_fit));
+    put(fmt::format("  assumed: vLLM {}, {} engine ({}); profiler: {}",
+                    v.version, v.engine, v.engine_reason, v.profiler));
+    if (v.graphs > 0) {
+      put(fmt::format(
+          "  CUDA graphs: {} at {} batch sizes ({} to {}), {} graphs, {}",
+          v.cudagraph_mode, v.capture_sizes.size(), v.capture_sizes.front(),
+          v.capture_sizes.back(), v.graphs,
+          v.graphs_in_budget ? "inside gpu-util"
+                             : "captured after the KV cache"));
+    }
+    if (s.tp > 1) {
+      put(fmt::format(
+          "  tensor parallel: {}, custom all-reduce {}",
+          v.p2p ? "P2P between the GPUs" : "no P2P (NCCL through host memory)",
+          v.custom_all_reduce ? "on" : "off"));
+    }
     if (!v.error.empty()) {
       put(st.red(fmt::format("  vLLM would not start: {}", v.error)));
     }
@@ -510,6 +587,17 @@ std::string render_json(const Plan& plan) {
                    {"kv_tokens", v.kv_tokens},
                    {"max_concurrency", v.max_concurrency},
                    {"max_model_len_fit", v.max_model_len_fit},
+                   {"version", v.version},
+                   {"engine", v.engine},
+                   {"engine_reason", v.engine_reason},
+                   {"profiler", v.profiler},
+                   {"p2p", v.p2p},
+                   {"custom_all_reduce", v.custom_all_reduce},
+                   {"cudagraph_mode", v.cudagraph_mode},
+                   {"cudagraph_capture_sizes", v.capture_sizes},
+                   {"cudagraphs", v.graphs},
+                   {"cudagraphs_in_budget", v.graphs_in_budget},
+                   {"block_size", v.block_size},
                    {"error", v.error.empty() ? Json(nullptr) : Json(v.error)}};
   }
   const StepTime& t = plan.time;
@@ -663,10 +751,21 @@ std::string render_sizing_markdown(const Sizing& sizing) {
 
 // --- The catalog.
 
-std::string render_models_text(const Catalog& catalog) {
-  std::string out = fmt::format("{:<24}{:>10}{:>8}{:>8}{:>9}{:>10}  {}\n",
-                                "model", "params", "layers", "hidden",
-                                "heads/kv", "context", "HF id and aliases");
+namespace {
+
+std::vector<TableColumn> model_columns() {
+  return {{"model", false},
+          {"params", true},
+          {"layers", true},
+          {"hidden", true},
+          {"heads/kv", true},
+          {"context", true},
+          {"HF id and aliases", false}};
+}
+
+std::vector<std::vector<std::string>> model_rows(const Catalog& catalog) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(catalog.models.size());
   for (const Model& m : catalog.models) {
     std::string names = m.hf_id;
     for (const auto& alias : m.aliases) {
@@ -674,13 +773,60 @@ std::string render_models_text(const Catalog& catalog) {
         names += ", " + alias;
       }
     }
-    fmt::format_to(std::back_inserter(out),
-                   "{:<24}{:>10}{:>8}{:>8}{:>9}{:>10}  {}\n", m.name,
-                   billions(total_params(m)), m.num_layers, m.hidden_size,
-                   fmt::format("{}/{}", m.num_heads, m.num_kv_heads),
-                   m.max_position_embeddings, names);
+    rows.push_back({m.name, billions(total_params(m)),
+                    std::to_string(m.num_layers), std::to_string(m.hidden_size),
+                    fmt::format("{}/{}", m.num_heads, m.num_kv_heads),
+                    std::to_string(m.max_position_embeddings), names});
   }
-  return out;
+  return rows;
+}
+
+std::vector<TableColumn> gpu_columns() {
+  return {{"GPU", false},    {"GiB", true},    {"TB/s", true},
+          {"bf16 TF", true}, {"NVLink", true}, {"common", true},
+          {"aliases", false}};
+}
+
+std::vector<std::vector<std::string>> gpu_rows(const Catalog& catalog) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(catalog.gpus.size());
+  for (const Gpu& g : catalog.gpus) {
+    std::string aliases;
+    for (const auto& alias : g.aliases) {
+      aliases += aliases.empty() ? alias : ", " + alias;
+    }
+    rows.push_back({g.name, gib(g.capacity_bytes),
+                    fmt::format("{:.2f}", g.bandwidth_gb_s / 1e3),
+                    fmt::format("{:.0f}", g.bf16_tflops),
+                    g.nvlink_gb_s > 0 ? fmt::format("{:.0f}", g.nvlink_gb_s)
+                                      : std::string("PCIe"),
+                    g.common ? "yes" : "", aliases});
+  }
+  return rows;
+}
+
+std::vector<TableColumn> instance_columns() {
+  return {{"instance", false}, {"GPUs", false}};
+}
+
+std::vector<std::vector<std::string>> instance_rows(const Catalog& catalog) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(catalog.instances.size());
+  for (const Instance& i : catalog.instances) {
+    rows.push_back({i.name, fmt::format("{}x{}", i.count, i.gpu)});
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string render_models_text(const Catalog& catalog) {
+  return text_table(model_columns(), model_rows(catalog));
+}
+
+std::string render_models_markdown(const Catalog& catalog) {
+  return "### oomplan: the catalog's models\n\n" +
+         markdown_table(model_columns(), model_rows(catalog));
 }
 
 std::string render_models_json(const Catalog& catalog) {
@@ -710,27 +856,20 @@ std::string render_models_json(const Catalog& catalog) {
 }
 
 std::string render_gpus_text(const Catalog& catalog) {
-  std::string out =
-      fmt::format("{:<14}{:>10}{:>10}{:>10}{:>8}{:>8}  {}\n", "GPU", "GiB",
-                  "TB/s", "bf16 TF", "NVLink", "common", "aliases");
-  for (const Gpu& g : catalog.gpus) {
-    std::string aliases;
-    for (const auto& alias : g.aliases) {
-      aliases += aliases.empty() ? alias : ", " + alias;
-    }
-    fmt::format_to(std::back_inserter(out),
-                   "{:<14}{:>10}{:>10.2f}{:>10.0f}{:>8}{:>8}  {}\n", g.name,
-                   gib(g.capacity_bytes), g.bandwidth_gb_s / 1e3, g.bf16_tflops,
-                   g.nvlink_gb_s > 0 ? fmt::format("{:.0f}", g.nvlink_gb_s)
-                                     : std::string("PCIe"),
-                   g.common ? "yes" : "", aliases);
-  }
+  std::string out = text_table(gpu_columns(), gpu_rows(catalog));
   if (!catalog.instances.empty()) {
-    out += "\ninstance              GPUs\n";
-    for (const Instance& i : catalog.instances) {
-      fmt::format_to(std::back_inserter(out), "{:<22}{}x{}\n", i.name, i.count,
-                     i.gpu);
-    }
+    out += '\n';
+    out += text_table(instance_columns(), instance_rows(catalog));
+  }
+  return out;
+}
+
+std::string render_gpus_markdown(const Catalog& catalog) {
+  std::string out = "### oomplan: the catalog's GPUs\n\n" +
+                    markdown_table(gpu_columns(), gpu_rows(catalog));
+  if (!catalog.instances.empty()) {
+    out += '\n';
+    out += markdown_table(instance_columns(), instance_rows(catalog));
   }
   return out;
 }

@@ -32,7 +32,8 @@ std::string summary(const Resolved& s) {
       add(fmt::format("grad-accum {}", s.grad_accum));
     }
     if (s.checkpointing != Checkpointing::none) {
-      add(fmt::format("{} checkpointing", checkpointing_name(s.checkpointing)));
+      add(fmt::format("{} checkpointing",
+                      checkpointing_text(s.checkpointing, s.checkpoint_every)));
     }
   } else {
     add(fmt::format("batch {}", s.batch));
@@ -81,6 +82,10 @@ std::string header(const FitResult& result, const Model& model) {
 }
 
 }  // namespace
+
+std::string fit_layout(const Resolved& setup) {
+  return summary(setup);
+}
 
 std::string render_fit_text(const FitResult& result, const Model& model,
                             const std::string& model_arg) {

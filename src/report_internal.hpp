@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace oomplan {
 
@@ -22,7 +24,26 @@ std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
 nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,
                                   const Setup& request, const Resolved& setup);
 
+// The settings that tell `oomplan fit` plans apart: "tp 2 pp 1 dp 4, ZeRO-3,
+// micro-batch 1, full checkpointing".
+std::string fit_layout(const Resolved& setup);
+
 // "70.55B"
 std::string billions(std::int64_t params);
+
+// A Markdown table cell: '|' escaped (it would end the cell), line breaks as
+// spaces (they would end the table).
+std::string md_cell(std::string_view text);
+
+// A table: each column as wide as its widest cell (counted in characters,
+// not bytes), numbers right-aligned; text for a terminal, or GitHub Markdown.
+struct TableColumn {
+  std::string_view title;
+  bool right = false;
+};
+std::string text_table(const std::vector<TableColumn>& columns,
+                       const std::vector<std::vector<std::string>>& rows);
+std::string markdown_table(const std::vector<TableColumn>& columns,
+                           const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace oomplan

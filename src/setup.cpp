@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <string>
 
 namespace oomplan {
 namespace {
@@ -16,20 +17,25 @@ constexpr std::array k_engines = {std::string_view{"hf"},
 constexpr std::array k_offloads = {
     std::string_view{"none"}, std::string_view{"optimizer"},
     std::string_view{"params"}, std::string_view{"all"}};
-constexpr std::array k_checkpointings = {std::string_view{"none"},
-                                         std::string_view{"selective"},
-                                         std::string_view{"full"}};
+constexpr std::array k_checkpointings = {
+    std::string_view{"none"},    std::string_view{"selective"},
+    std::string_view{"every-N"}, std::string_view{"op"},
+    std::string_view{"full"},    std::string_view{"ds-partition"},
+    std::string_view{"ds-cpu"}};
 constexpr std::array k_attns = {std::string_view{"eager"},
                                 std::string_view{"sdpa"},
                                 std::string_view{"flash"}};
 constexpr std::array k_precisions = {std::string_view{"mixed"},
-                                     std::string_view{"pure"}};
+                                     std::string_view{"pure"},
+                                     std::string_view{"amp"}};
 constexpr std::array k_optimizers = {
     std::string_view{"adamw"},       std::string_view{"adamw-8bit"},
     std::string_view{"paged-adamw"}, std::string_view{"paged-adamw-8bit"},
     std::string_view{"sgd"},         std::string_view{"adafactor"}};
-constexpr std::array k_losses = {std::string_view{"full"},
-                                 std::string_view{"chunked"}};
+constexpr std::array k_losses = {
+    std::string_view{"full"}, std::string_view{"chunked"},
+    std::string_view{"upcast"}, std::string_view{"upcast-shift"},
+    std::string_view{"fp32-shift"}};
 constexpr std::array k_eras = {std::string_view{"v0"},
                                std::string_view{"v1-early"},
                                std::string_view{"current"}};
@@ -81,6 +87,12 @@ std::string_view offload_name(Offload offload) {
 }
 std::string_view checkpointing_name(Checkpointing c) {
   return name_of(k_checkpointings, c);
+}
+std::string checkpointing_text(Checkpointing c, int every) {
+  if (c == Checkpointing::every) {
+    return "every-" + std::to_string(every);
+  }
+  return std::string(checkpointing_name(c));
 }
 std::string_view attn_name(Attn attn) {
   return name_of(k_attns, attn);
@@ -249,6 +261,28 @@ std::optional<VllmEra> vllm_era_from_text(std::string_view text) {
     return VllmEra::v1_early;
   }
   return VllmEra::current;
+}
+
+VllmEra vllm_era_of(VllmVersion version) {
+  if (version < VllmVersion{0, 7, 0}) {
+    return VllmEra::v0;
+  }
+  if (version < VllmVersion{0, 11, 0}) {
+    return VllmEra::v1_early;
+  }
+  return VllmEra::current;
+}
+
+VllmVersion vllm_era_release(VllmEra era) {
+  switch (era) {
+    case VllmEra::v0:
+      return VllmVersion{0, 6, k_vllm_any_patch};
+    case VllmEra::v1_early:
+      return VllmVersion{0, 10, k_vllm_any_patch};
+    case VllmEra::current:
+      break;
+  }
+  return k_vllm_default_version;
 }
 
 std::string_view vllm_era_version(VllmEra era) {

@@ -13,12 +13,35 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 namespace oomplan::test {
+
+// The bytes of a file; nullopt when it cannot be opened.
+inline std::optional<std::string> read_file_text(
+    const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The same for a file the test needs: fails the test when it is missing.
+inline std::string read_required_file(const std::filesystem::path& path) {
+  auto text = read_file_text(path);
+  INFO(path.string());
+  REQUIRE(text.has_value());
+  return *text;
+}
 
 // The shipped catalog, parsed once for the whole test run.
 inline const Catalog& catalog() {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -25,13 +26,6 @@ using oomplan::test::run_cli;
 using oomplan::test::words;
 
 const std::string k_readme_args = "llama3-70b --gpus 4xA100-80 --seq 8192";
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Reruns an entry's "args" (a fix or a fit plan) and checks that the plan it
 // prints has the entry's total_bytes and verdict.
@@ -75,16 +69,41 @@ TEST_CASE("cli: the text report has the setup line, the table and the verdict",
   CHECK(r.out.find('\x1b') == std::string::npos);
 }
 
-TEST_CASE("cli: colour only on a terminal and never with NO_COLOR", "[cli]") {
-  const std::vector<std::string> args = words(k_readme_args);
-  std::ostringstream tty_out;
-  std::ostringstream tty_err;
-  CHECK(oomplan::cli::run(args, tty_out, tty_err, true, false) == 0);
-  CHECK(tty_out.str().find("\x1b[") != std::string::npos);
-  std::ostringstream no_color_out;
-  std::ostringstream no_color_err;
-  CHECK(oomplan::cli::run(args, no_color_out, no_color_err, true, true) == 0);
-  CHECK(no_color_out.str().find('\x1b') == std::string::npos);
+// no-color.org: "when present and not an empty string"; TERM=dumb has no
+// escape codes; --color always/never override the terminal test.
+TEST_CASE("cli: colour follows --color, NO_COLOR, TERM and the terminal",
+          "[cli]") {
+  auto colours = [](std::vector<std::string> extra,
+                    const oomplan::cli::Environment& env) {
+    std::vector<std::string> args = words(k_readme_args);
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::ostringstream out;
+    std::ostringstream err;
+    REQUIRE(oomplan::cli::run(args, out, err, env) == 0);
+    return out.str().find("\x1b[") != std::string::npos;
+  };
+  oomplan::cli::Environment tty;
+  tty.out_is_terminal = true;
+  CHECK(colours({}, tty));
+  CHECK_FALSE(colours({}, {}));  // a pipe
+  oomplan::cli::Environment no_color = tty;
+  no_color.no_color = "1";
+  CHECK_FALSE(colours({}, no_color));
+  oomplan::cli::Environment empty_no_color = tty;
+  empty_no_color.no_color = "";
+  CHECK(colours({}, empty_no_color));
+  oomplan::cli::Environment dumb = tty;
+  dumb.term = "dumb";
+  CHECK_FALSE(colours({}, dumb));
+  oomplan::cli::Environment xterm = tty;
+  xterm.term = "xterm-256color";
+  CHECK(colours({}, xterm));
+  CHECK(colours({"--color", "always"}, {}));
+  CHECK(colours({"--color", "always"}, no_color));
+  CHECK_FALSE(colours({"--color", "never"}, tty));
+  const auto bad = run_cli(words(std::string(k_readme_args) + " --color 1"));
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--color"));
 }
 
 TEST_CASE("cli: a plan that does not fit exits 1 and lists fixes", "[cli]") {
@@ -186,6 +205,72 @@ TEST_CASE("cli: models and gpus list the catalog", "[cli]") {
   CHECK(gpus_doc["gpus"].size() >= 20);
 }
 
+// Issue 13: "oomplan gpus misaligns long instance names". Every row of a
+// table starts its second column at the same character, whatever the names.
+TEST_CASE("cli: the catalog tables align whatever the name lengths", "[cli]") {
+  // The first table of each: a name (no spaces), then a right-aligned
+  // number (GiB, params) whose last digit sits in one column on every line.
+  auto second_end = [](const std::string& line) {
+    const auto gap = line.find(' ');
+    const auto start = line.find_first_not_of(' ', gap);
+    return line.find(' ', start);
+  };
+  for (const char* command : {"gpus", "models"}) {
+    const auto r = run_cli({command});
+    REQUIRE(r.code == 0);
+    std::istringstream lines(r.out.substr(0, r.out.find("\n\n")));
+    std::string line;
+    std::set<std::size_t> ends;
+    while (std::getline(lines, line)) {
+      ends.insert(second_end(line));
+    }
+    INFO(command);
+    CHECK(ends.size() == 1);
+  }
+  // The instance table: "NAME<pad>NxGPU" with the count column aligned.
+  const auto gpus = run_cli({"gpus"});
+  const auto table = gpus.out.substr(gpus.out.find("\ninstance") + 1);
+  std::istringstream lines(table);
+  std::string line;
+  std::set<std::size_t> starts;
+  while (std::getline(lines, line)) {
+    starts.insert(line.find_first_not_of(' ', line.find(' ')));
+  }
+  CHECK(starts.size() == 1);
+}
+
+TEST_CASE("cli: models and gpus print Markdown tables", "[cli]") {
+  for (const char* command : {"models", "gpus"}) {
+    const auto r = run_cli({command, "--format", "markdown"});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("### oomplan: the catalog's "));
+    CHECK_THAT(r.out, Catch::Contains("\n|---|"));
+    CHECK(r.out.find('\x1b') == std::string::npos);
+  }
+  CHECK_THAT(run_cli({"gpus", "--format", "markdown"}).out,
+             Catch::Contains("| p4de.24xlarge | 8xA100-80 |"));
+  // SVG is a picture of a plan; the catalog has none.
+  CHECK(run_cli({"gpus", "--format", "svg"}).code == 2);
+}
+
+TEST_CASE("cli: --svg FILE writes the picture next to the text report",
+          "[cli]") {
+  const std::string path =
+      std::string(OOMPLAN_TEST_OUTPUT) + "/cli-plan-picture.svg";
+  std::filesystem::remove(path);
+  const auto r = run_cli(words(k_readme_args + " --svg " + path));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("FITS: "));  // the text report as usual
+  const auto svg = run_cli(words(k_readme_args + " --format svg"));
+  CHECK_THAT(svg.out, Catch::StartsWith("<?xml"));
+  CHECK(oomplan::test::read_required_file(path) == svg.out);
+  // A folder that does not exist: exit 2, one line, nothing on stdout.
+  const auto bad = run_cli(words(k_readme_args + " --svg /nonexistent/x.svg"));
+  CHECK(bad.code == 2);
+  CHECK(bad.out.empty());
+  CHECK_THAT(bad.err, Catch::Contains("cannot write '/nonexistent/x.svg'"));
+}
+
 TEST_CASE("cli: a config.json path or its folder is a MODEL", "[cli]") {
   const std::string folder =
       std::string(OOMPLAN_TEST_DATA) + "/validation/configs/llama-7b";
@@ -200,8 +285,8 @@ TEST_CASE("cli: a config.json path or its folder is a MODEL", "[cli]") {
 }
 
 TEST_CASE("cli: --catalog adds models from a folder of JSON", "[cli]") {
-  const std::string text =
-      read_text(std::string(OOMPLAN_SOURCE_DIR) + "/models/llama.json");
+  const std::string text = oomplan::test::read_required_file(
+      std::string(OOMPLAN_SOURCE_DIR) + "/models/llama.json");
   json doc = json::parse(text);
   REQUIRE(!doc["models"].empty());
   json entry = doc["models"][0];
@@ -474,8 +559,8 @@ std::vector<ReadmeExample> readme_examples(const std::string& readme) {
 }
 
 TEST_CASE("cli: every README example prints what the binary prints", "[cli]") {
-  const std::string readme =
-      read_text(std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
+  const std::string readme = oomplan::test::read_required_file(
+      std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
   const auto examples = readme_examples(readme);
   // The opening example, the fix checklist, sizing, the errors, ...
   CHECK(examples.size() >= 12);

@@ -6,6 +6,8 @@
 // property tests wrap, truncate, prefix, escape, chunk and bury messages and
 // check that the facts do not change.
 
+#include "support.hpp"
+
 #include "oomplan/diagnose.hpp"
 
 #include <catch2/catch.hpp>
@@ -31,11 +33,7 @@ std::string data_dir() {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return oomplan::test::read_required_file(path);
 }
 
 json corpus_index() {

@@ -44,11 +44,8 @@ std::string fixture_error(const std::string& name, Edit edit) {
 }
 
 Model import_fixture(const std::string& name) {
-  std::ifstream in(fixture_path(name));
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  return import_hf_config(text.str(), "hf/" + name + "/config.json");
+  return import_hf_config(oomplan::test::read_required_file(fixture_path(name)),
+                          "hf/" + name + "/config.json");
 }
 
 std::int64_t total(const Model& m) {

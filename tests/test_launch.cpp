@@ -2,6 +2,8 @@
 // tests/data/configs/index.json, vLLM's flag spellings, grouping of files
 // given together, framework defaults and hostile input.
 
+#include "support.hpp"
+
 #include "oomplan/error.hpp"
 #include "oomplan/launch.hpp"
 
@@ -24,13 +26,7 @@ using oomplan::LaunchPlan;
 const std::string k_configs = std::string(OOMPLAN_TEST_DATA) + "/configs";
 
 std::optional<std::string> slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    return std::nullopt;
-  }
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return oomplan::test::read_file_text(p);
 }
 
 // Serves the files a config names: first from `root` (where the config's

@@ -725,3 +725,408 @@ TEST_CASE(
   const Budget mixed_all = plan(m, g, s);
   CHECK(mixed_all.bytes_of("activations") == pure_all.bytes_of("activations"));
 }
+
+// --- Checkpointing policies, loss implementations, PEFT copies (issue 12).
+
+TEST_CASE("training: torchtitan per-op SAC keeps wq, wv, w1, w2 and SDPA",
+          "[training][policy]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .checkpointing = Checkpointing::op,
+          .precision = Precision::pure};
+  // torchtitan _save_list: every second mm recomputed, so of wq, wk, wv,
+  // wo, w1, w3, w2 the outputs of wq, wv, w1 and w2 stay; SDPA keeps its
+  // output and fp32 logsumexp; the block input is the checkpoint's.
+  // Per token and layer, bf16 (h 4096, 32 heads = 32 KV heads, I 11008):
+  //   input 8,192 + wq 8,192 + wv 8,192 + SDPA out 8,192 + lse 4 x 32 = 128
+  //   + w1 2 x 11,008 = 22,016 + w2 8,192 = 63,104 B
+  // x 8192 tokens x 32 layers = 16,542,334,976; the final norm keeps
+  // (4 + 2 + 2) B x h x 8192 = 268,435,456. The peak is the start of
+  // backward (16 B logits), before any layer is recomputed.
+  const Budget op = plan(m, g, s);
+  REQUIRE(op.peak.phase == Phase::backward);
+  CHECK(op.bytes_of("activations") == 16'542'334'976 + 268'435'456);
+  // TP 2 with sequence parallelism: the input is sequence-sharded (4,096),
+  // w2's rowwise product is a full partial sum (8,192) and both
+  // reduce-scatter outputs are saved (2 x 4,096); the rest halves:
+  // (8,192 x 3 + 128 + 22,016) / 2 = 23,360. 43,840 B x 8192 x 32 =
+  // 11,492,392,960, final norm / 2 = 134,217,728.
+  s.gpus = 2;
+  s.tp = 2;
+  s.sequence_parallel = true;
+  const Budget tp = plan(m, g, s);
+  REQUIRE(tp.peak.phase == Phase::backward);
+  CHECK(tp.bytes_of("activations") == 11'492'392'960 + 134'217'728);
+}
+
+TEST_CASE("training: DeepSpeed checkpointing partitions inputs over TP ranks",
+          "[training][policy]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  // LoRA keeps the gradients small, so the peak is where the checkpoints
+  // are: the start of backward.
+  Setup s{.gpus = 4,
+          .mode = Mode::lora,
+          .seq = 4096,
+          .tp = 4,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::pure};
+  // torch checkpoint keeps each layer's whole input: 32 x 4096 x 2 B x 4096
+  // = 1,073,741,824; partition_activations keeps a quarter per TP rank:
+  // 268,435,456, so 805,306,368 less at the same moment.
+  const Budget full = plan(m, g, s);
+  s.checkpointing = Checkpointing::ds_partition;
+  const Budget part = plan(m, g, s);
+  REQUIRE(full.peak.phase == Phase::backward);
+  REQUIRE(part.peak.phase == full.peak.phase);
+  CHECK(full.bytes_of("activations") - part.bytes_of("activations") ==
+        805'306'368);
+  CHECK(part.host_bytes == 0);
+  // cpu_checkpointing moves the partitions to host RAM: 268,435,456 per
+  // GPU, x 4 GPUs of the node = 1,073,741,824.
+  s.checkpointing = Checkpointing::ds_cpu;
+  const Budget cpu = plan(m, g, s);
+  CHECK(cpu.host_bytes == 1'073'741'824);
+  CHECK(cpu.peak.allocated_bytes < part.peak.allocated_bytes);
+}
+
+TEST_CASE("training: checkpointing policies keep less in their order",
+          "[training][policy]") {
+  const Gpu g = card("H100", 79.19);
+  for (const Model& m : {llama3_70b(), llama2_7b(), llama32_1b()}) {
+    for (Mode mode : {Mode::full, Mode::lora, Mode::qlora}) {
+      for (std::int64_t seq : {512, 8192}) {
+        INFO(m.name << " mode " << mode_name(mode) << " seq " << seq);
+        Setup s{.gpus = 8, .mode = mode, .seq = seq, .tp = 8};
+        const auto peak = [&](Checkpointing c) {
+          s.checkpointing = c;
+          return plan(m, g, s).peak.allocated_bytes;
+        };
+        const Bytes selective = peak(Checkpointing::selective);
+        s.checkpoint_every = 2;
+        const Bytes every2 = peak(Checkpointing::every);
+        const Bytes op = peak(Checkpointing::op);
+        const Bytes full = peak(Checkpointing::full);
+        const Bytes part = peak(Checkpointing::ds_partition);
+        const Bytes cpu = peak(Checkpointing::ds_cpu);
+        CHECK(every2 <= selective);
+        CHECK(op <= every2);
+        CHECK(full <= op);
+        CHECK(part <= full);
+        CHECK(cpu <= part);
+      }
+    }
+  }
+}
+
+TEST_CASE("training: the loss holds the bytes per logit its code allocates",
+          "[training][loss]") {
+  const Model m = llama32_1b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 2048,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::pure};
+  // 2048 tokens x 128,256 logits = 262,668,288 logits.
+  const auto logits = [&](Loss loss, Phase phase) {
+    s.loss = loss;
+    const Budget b = plan(m, g, s);
+    CHECK(b.peak.phase == phase);
+    return b.bytes_of("logits");
+  };
+  // full: fp32 logits kept by the loop, log-softmax output, its gradient
+  // and the logits' gradient: 16 B = 4,202,692,608.
+  CHECK(logits(Loss::full, Phase::backward) == 4'202'692'608);
+  // upcast (torchtitan, transformers >= 4.49): forward 2 + 4 + 4 B, the
+  // backward's log-softmax output, NLL gradient and log-softmax gradient
+  // 12 B = 3,152,019,456.
+  CHECK(logits(Loss::upcast, Phase::backward) == 3'152'019'456);
+  // upcast-shift (transformers 4.46-4.48): 2 B + fp32 copy + shifted fp32
+  // copy + log-softmax = 14 B in forward = 3,677,356,032.
+  CHECK(logits(Loss::upcast_shift, Phase::forward) == 3'677'356'032);
+  // fp32-shift (transformers <= 4.45): fp32 logits + shifted copy +
+  // log-softmax = 12 B, backward 12 B: 3,152,019,456 (forward first).
+  CHECK(logits(Loss::fp32_shift, Phase::forward) == 3'152'019'456);
+}
+
+TEST_CASE("training: PEFT adapters each save their own copy of the input",
+          "[training][lora]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::lora, .seq = 2048, .lora_targets = k_lora_all};
+  // PEFT >= 0.12 (fp32 adapters, Trainer autocast): q, k and v each save a
+  // 16-bit copy of the first norm's output, gate and up of the second's;
+  // torchtune (pure) saves one shared tensor each. (3 - 1 + 2 - 1) x 2 B x
+  // 4096 = 24,576 B per token and layer; x 2048 x 32 = 1,610,612,736.
+  const Budget peft = plan(m, g, s);
+  s.precision = Precision::pure;
+  const Budget torchtune = plan(m, g, s);
+  REQUIRE(peft.peak.phase == torchtune.peak.phase);
+  CHECK(peft.bytes_of("activations") - torchtune.bytes_of("activations") ==
+        1'610'612'736);
+  // q and v only: two copies against one: 8,192 B x 2048 x 32.
+  s.lora_targets = k_lora_q | k_lora_v;
+  const Budget qv_pure = plan(m, g, s);
+  s.precision = Precision::mixed;
+  const Budget qv_peft = plan(m, g, s);
+  REQUIRE(qv_peft.peak.phase == qv_pure.peak.phase);
+  CHECK(qv_peft.bytes_of("activations") - qv_pure.bytes_of("activations") ==
+        536'870'912);
+  // Under FSDP (and DeepSpeed) the adapters run in 16 bits, so the cast is a
+  // no-op and the input is shared as in torchtune.
+  s.gpus = 8;
+  s.fsdp = true;
+  const Budget fsdp_peft = plan(m, g, s);
+  s.precision = Precision::pure;
+  const Budget fsdp_pure = plan(m, g, s);
+  REQUIRE(fsdp_peft.peak.phase == fsdp_pure.peak.phase);
+  CHECK(fsdp_peft.bytes_of("activations") == fsdp_pure.bytes_of("activations"));
+}
+
+TEST_CASE("training: flash attention's backward working set can dominate",
+          "[training][long]") {
+  // A narrow MLP (I 1024) under Llama-3.2-1B attention (h 2048, 32 heads of
+  // 64, 8 KV heads), a small vocabulary (8192) so the logits stay small.
+  Model m = llama32_1b();
+  m.intermediate_size = 1024;
+  m.vocab_size = 8192;
+  const Gpu g = card("H100", 79.19);
+  // LoRA on every projection (small gradients; the same saved tensors as
+  // full fine-tuning once compiled).
+  const Setup s{.mode = Mode::lora,
+                .seq = 4096,
+                .checkpointing = Checkpointing::full,
+                .precision = Precision::pure,
+                .compile = true,
+                .loss = Loss::chunked};
+  // Per token, bf16, compiled: 16 checkpointed inputs x 2 B x 2048 =
+  // 65,536; final norm (2 + 2) x 2048 = 8,192; the top layer recomputed:
+  // fused norms 2 x 2 x 2048 + norm outputs 2 x 2 x 2048 + q 4,096 + k, v
+  // 2 x 1,024 + attention output and o_proj input 2 x 4,096 + SwiGLU
+  // 3 x 2 x 1024 = 36,864; the attention backward: dout 2 B + dq_accum
+  // 4 B + dq 2 B at 2048 wide, dk and dv expanded to 2048: 2 x 2 x 2048 =
+  // 24,576 (the MLP's 3 x 2 x 1024 = 6,144 is smaller). 135,168 B x 4096.
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("activations") == 135'168LL * 4096);
+}
+
+TEST_CASE("training: context parallelism shards tokens and model states",
+          "[training][cp]") {
+  const Model m = llama32_1b();
+  const Gpu g = card("H100", 79.19);
+  // cp 2 on 2 GPUs with FSDP: each GPU holds half of an 8192-token sequence
+  // and half of the model states (torchtitan shards over dp x cp).
+  Setup s{.gpus = 2,
+          .mode = Mode::full,
+          .seq = 8192,
+          .fsdp = true,
+          .precision = Precision::pure};
+  s.cp = 2;
+  const Budget cp = plan(m, g, s);
+  // The same share without CP: 4096 tokens, FSDP over two data-parallel
+  // GPUs. No checkpointing: the peak is the start of backward, where the
+  // ring's working set does not count.
+  s.cp = 1;
+  s.seq = 4096;
+  const Budget dp = plan(m, g, s);
+  REQUIRE(cp.peak.phase == dp.peak.phase);
+  CHECK(cp.bytes_of("activations") == dp.bytes_of("activations"));
+  CHECK(cp.bytes_of("logits") == dp.bytes_of("logits"));
+  CHECK(cp.bytes_of("weights") == dp.bytes_of("weights"));
+  CHECK(cp.bytes_of("optimizer") == dp.bytes_of("optimizer"));
+}
+
+TEST_CASE("training: the CP ring gathers every rank's keys and values",
+          "[training][cp]") {
+  // The narrow-MLP model of the flash-attention test above, cp 2 over
+  // 8192 tokens: 4096 per GPU.
+  Model m = llama32_1b();
+  m.intermediate_size = 1024;
+  m.vocab_size = 8192;
+  const Gpu g = card("H100", 79.19);
+  Setup s{.gpus = 2,
+          .mode = Mode::lora,
+          .seq = 8192,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::pure,
+          .compile = true,
+          .loss = Loss::chunked};
+  s.cp = 2;
+  // As there, 65,536 + 8,192 + 36,864 per local token, and the attention
+  // backward's 24,576 plus the all-gathered K and V of both ranks with
+  // their fp32 gradients: cp 2 x (512 + 512) x (2 + 4) = 12,288.
+  // 147,456 B x 4096.
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("activations") == 147'456LL * 4096);
+}
+
+TEST_CASE("training: float8 linears make per-op SAC save every projection",
+          "[training][float8]") {
+  const Model m = llama2_7b();
+  Gpu g = card("H100", 79.19);
+  g.compute_capability = 90;
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .checkpointing = Checkpointing::op,
+          .precision = Precision::pure};
+  s.float8 = true;
+  // aten._scaled_mm is always saved: the 63,104 B of the bf16 test plus
+  // wk (8,192), wo (8,192) and w3 (22,016) = 101,504 B per token and
+  // layer; x 8192 x 32 = 26,608,664,576, final norm 268,435,456.
+  const Budget b = plan(m, g, s);
+  REQUIRE(b.peak.phase == Phase::backward);
+  CHECK(b.bytes_of("activations") == 26'608'664'576 + 268'435'456);
+  // Under full checkpointing float8 changes nothing that is kept: torchao
+  // >= 0.9 saves the high-precision input and weight and re-casts them.
+  s.checkpointing = Checkpointing::full;
+  const Budget f8 = plan(m, g, s);
+  s.float8 = false;
+  CHECK(plan(m, g, s).peak.allocated_bytes == f8.peak.allocated_bytes);
+}
+
+TEST_CASE("training: prepare_model_for_kbit_training upcasts to fp32",
+          "[training][qlora]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("A100-80", 79.21);
+  Setup s{.mode = Mode::qlora, .seq = 2048, .lora_targets = k_lora_all};
+  const Budget plain = plan(m, g, s);
+  s.prepare_kbit = true;
+  const Budget prepared = plan(m, g, s);
+  // fp32 embedding and lm_head (32000 x 4096 each) and norms (65 x 4096):
+  // (262,144,000 + 266,240) x (4 - 2) B = 524,820,480 more weights.
+  CHECK(prepared.bytes_of("weights") - plain.bytes_of("weights") ==
+        524'820'480);
+  // Per token and layer, no checkpointing: norms keep the fp32 input
+  // (2 x 4 x 4096 = 32,768); q, k, v each keep Linear4bit's 16-bit cast and
+  // the adapter's (6 x 8,192 = 49,152), gate and up likewise (4 x 8,192 =
+  // 32,768); q, k, v, the attention output and o_proj's input 40,960; fp32
+  // gate, SiLU and up (3 x 4 x 11,008 = 132,096) and two 16-bit copies of
+  // down_proj's input (44,032): 331,776 B; x 2048 x 32 = 21,743,271,936,
+  // plus the final norm 6 B x 4096 x 2048 = 50,331,648.
+  REQUIRE(prepared.peak.phase == Phase::backward);
+  CHECK(prepared.bytes_of("activations") == 21'743'271'936 + 50'331'648);
+  // The lm_head's 16-bit cast is saved for backward: 32000 x 4096 x 2 B.
+  CHECK(prepared.bytes_of("buffers") - plain.bytes_of("buffers") ==
+        262'144'000);
+  // Full checkpointing keeps fp32 layer inputs: 32 x 2048 x 4 B x 4096.
+  s.checkpointing = Checkpointing::full;
+  const Budget ckpt = plan(m, g, s);
+  s.prepare_kbit = false;
+  const Budget ckpt_plain = plan(m, g, s);
+  REQUIRE(ckpt.peak.phase == ckpt_plain.peak.phase);
+  CHECK(ckpt.bytes_of("activations") > ckpt_plain.bytes_of("activations"));
+}
+
+TEST_CASE("training: the new options are one row each and re-run",
+          "[training][options]") {
+  using test::run_cli;
+  // --cp and --float8 come back in the fix lines and the JSON setup.
+  const auto ok =
+      run_cli({"llama-3.1-8b", "--gpus", "8xH100", "--mode", "full", "--seq",
+               "8192", "--fsdp", "--cp", "2", "--float8", "--checkpointing",
+               "op", "--loss", "upcast", "--json"});
+  REQUIRE(ok.code <= 1);
+  const auto doc = nlohmann::json::parse(ok.out);
+  CHECK(doc.at("setup").at("cp") == 2);
+  CHECK(doc.at("setup").at("dp") == 4);
+  CHECK(doc.at("setup").at("float8") == true);
+  CHECK(doc.at("setup").at("checkpointing") == "op");
+  CHECK(doc.at("setup").at("loss") == "upcast");
+  // Validation, one line each.
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "8xH100", "--mode", "full", "--seq",
+                 "8192", "--cp", "3"})
+            .err ==
+        "oomplan: error: --seq 8192 does not split into 2 x --cp 3 equal "
+        "chunks; use a --seq divisible by 6\n");
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "8xH100", "--cp", "2"}).code == 2);
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "1xA100-80", "--mode", "full",
+                 "--float8"})
+            .code == 2);
+  CHECK(run_cli({"llama-3.1-8b", "--gpus", "1xH100", "--mode", "lora",
+                 "--prepare-kbit"})
+            .code == 2);
+}
+
+TEST_CASE("training: amp keeps fp32 parameters and autocast's 16-bit copies",
+          "[training][amp]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H200", 139.8);
+  // Llama-2-7B: 6,738,415,616 parameters; full fine-tuning under amp keeps
+  // them, and AdamW's m and v, in fp32: 4 P = 26,953,662,464 B of weights
+  // and 8 P = 53,907,324,928 B of states, no master copy.
+  Setup s{.mode = Mode::full,
+          .seq = 2048,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::amp};
+  const Budget full = plan(m, g, s);
+  CHECK(full.bytes_of("weights") == 26'953'662'464);
+  CHECK(full.bytes_of("optimizer") == 53'907'324'928);
+  // LoRA over an fp32 base without checkpointing: every frozen linear's
+  // 16-bit cast is saved by its matmul until backward (norm weights are not
+  // cast). 32 layers x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376
+  // linear parameters plus lm_head's 131,072,000 = 6,607,077,376, x 2 B =
+  // 13,214,154,752 B of buffers.
+  s.mode = Mode::lora;
+  s.checkpointing = Checkpointing::none;
+  const Budget lora = plan(m, g, s);
+  REQUIRE(lora.peak.phase != Phase::optimizer_step);
+  CHECK(lora.bytes_of("buffers") == 13'214'154'752);
+  // With checkpointing the residual stream is fp32: 32 layer inputs x 2048
+  // tokens x 4 B x 4096 = 1,073,741,824, and the final norm's fp32 input and
+  // lm_head's 16-bit input (4 + 2) B x 4096 x 2048 = 50,331,648, at the start
+  // of backward (16 B logits outweigh one recomputed layer).
+  s.checkpointing = Checkpointing::full;
+  const Budget lora_ckpt = plan(m, g, s);
+  REQUIRE(lora_ckpt.peak.phase == Phase::backward);
+  CHECK(lora_ckpt.bytes_of("activations") == 1'073'741'824 + 50'331'648);
+  // Under FSDP the parameters are gathered in bf16 (MixedPrecision): no
+  // casts, a 16-bit stream, and only the sharded base is larger than
+  // mixed's: 2 B x P / 8 = 1,684,603,904.
+  s.gpus = 8;
+  s.fsdp = true;
+  s.checkpointing = Checkpointing::full;
+  const Budget amp8 = plan(m, g, s);
+  s.precision = Precision::mixed;
+  const Budget mixed8 = plan(m, g, s);
+  CHECK(amp8.bytes_of("weights") - mixed8.bytes_of("weights") == 1'684'603'904);
+  CHECK(amp8.bytes_of("activations") == mixed8.bytes_of("activations"));
+}
+
+TEST_CASE("training: layer SAC checkpoints every Nth layer",
+          "[training][policy]") {
+  const Model m = llama2_7b();
+  const Gpu g = card("H100", 79.19);
+  Setup s{.mode = Mode::full,
+          .seq = 8192,
+          .checkpointing = Checkpointing::every,
+          .precision = Precision::pure};
+  // torchtitan selective_ac_option "2": blocks 2, 4, ..., 32 keep only their
+  // input (8,192 B per token), the other 16 all 194,560 B (the Llama-2-7B
+  // per-layer sum above): 16 x 202,752 B x 8192 tokens = 26,575,110,144,
+  // plus the final norm 268,435,456.
+  s.checkpoint_every = 2;
+  const Budget two = plan(m, g, s);
+  REQUIRE(two.peak.phase == Phase::backward);
+  CHECK(two.bytes_of("activations") == 26'575'110'144 + 268'435'456);
+  // "3": floor(32 / 3) = 10 checkpointed, 22 kept whole:
+  // (22 x 194,560 + 10 x 8,192) x 8192 = 35,735,470,080.
+  s.checkpoint_every = 3;
+  const Budget three = plan(m, g, s);
+  REQUIRE(three.peak.phase == Phase::backward);
+  CHECK(three.bytes_of("activations") == 35'735'470'080 + 268'435'456);
+  // "1" is full checkpointing.
+  s.checkpoint_every = 1;
+  const Bytes one = plan(m, g, s).peak.allocated_bytes;
+  s.checkpointing = Checkpointing::full;
+  CHECK(one == plan(m, g, s).peak.allocated_bytes);
+  // The option reads and writes every-N.
+  const auto run =
+      test::run_cli({"llama-2-7b", "--gpus", "1xH100", "--mode", "full",
+                     "--checkpointing", "every-3", "--json"});
+  CHECK(nlohmann::json::parse(run.out).at("setup").at("checkpointing") ==
+        "every-3");
+}

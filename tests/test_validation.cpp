@@ -13,11 +13,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -227,5 +230,166 @@ TEST_CASE("validation: every known gap names a real check and a reason",
     INFO(gap.dump());
     CHECK(ids.count(gap.at("id").get<std::string>()) == 1);
     CHECK(gap.at("reason").get<std::string>().size() > 10);
+  }
+}
+
+// --- Recorded GPU measurements (tests/data/measured/*.json, written by
+// tests/measure/measure.py --matrix; schema oomplan.measured/1). Each result
+// carries the Hugging Face config it ran, the oomplan arguments that plan it
+// (predicted.args) and what PyTorch measured; it is re-planned here with the
+// current code.
+
+namespace {
+
+struct MeasuredOutcome {
+  bool ran = false;  // false: the run failed on the device, nothing to check
+  bool passed = false;
+  bool known = false;  // "known_gap": reason
+  double error = 0;
+  std::string detail;
+};
+
+// A fresh folder for one config.json.
+std::string temp_dir() {
+  std::string path = "/tmp/oomplan_measured_XXXXXX";
+  if (mkdtemp(path.data()) == nullptr) {
+    return {};
+  }
+  return path;
+}
+
+MeasuredOutcome evaluate_measured(const json& result) {
+  MeasuredOutcome out;
+  if (result.contains("failed") || !result.contains("config") ||
+      !result.contains("predicted") || !result.contains("measured")) {
+    out.detail = "no run recorded";
+    return out;
+  }
+  out.known = result.contains("known_gap");
+  const std::string dir = temp_dir();
+  REQUIRE(!dir.empty());
+  const std::string config = dir + "/config.json";
+  {
+    std::ofstream file(config);
+    file << result.at("config").dump();
+  }
+  std::vector<std::string> args{dir};
+  for (const auto& arg : result.at("predicted").at("args")) {
+    args.push_back(arg.get<std::string>());
+  }
+  args.emplace_back("--json");
+  const auto run = oomplan::test::run_cli(args);
+  std::remove(config.c_str());
+  rmdir(dir.c_str());
+  if (run.code == 2) {
+    out.detail = "oomplan rejects the setup: " + run.err;
+    return out;
+  }
+  const json plan = json::parse(run.out);
+  const json& measured = result.at("measured");
+  out.ran = true;
+  if (measured.value("oom", false)) {
+    out.passed = !plan.at("fits").get<bool>();
+    out.detail = out.passed ? "OOM, planned not to fit" : "OOM, planned to fit";
+    return out;
+  }
+  const double want = measured.at("allocated_bytes").get<double>();
+  const double got = plan.at("peak").at("allocated_bytes").get<double>();
+  const double tolerance = result.value("tolerance", 0.15);
+  out.error = (got - want) / want;
+  out.passed = std::abs(got - want) <= tolerance * want;
+  out.detail = fmt::format("measured {:.2f} GiB allocated, planned {:.2f} GiB",
+                           want / 1073741824.0, got / 1073741824.0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("validation: a recorded GPU measurement is checked against a plan",
+          "[validation][measured]") {
+  // A result as measure.py writes it, around what oomplan plans for it.
+  std::ifstream in(std::string(OOMPLAN_TEST_DATA) + "/hf/llama-7b/config.json");
+  REQUIRE(in.good());
+  json result;
+  result["config"] = json::parse(in);
+  result["predicted"]["args"] = {"--gpus", "1xH100", "--mode",          "lora",
+                                 "--seq",  "2048",   "--checkpointing", "full",
+                                 "--loss", "upcast"};
+  std::vector<std::string> args{std::string(OOMPLAN_TEST_DATA) +
+                                "/hf/llama-7b"};
+  for (const auto& arg : result["predicted"]["args"]) {
+    args.push_back(arg.get<std::string>());
+  }
+  args.emplace_back("--json");
+  const double planned = json::parse(oomplan::test::run_cli(args).out)
+                             .at("peak")
+                             .at("allocated_bytes")
+                             .get<double>();
+  result["tolerance"] = 0.15;
+  result["measured"] = {{"allocated_bytes", planned * 1.10}, {"oom", false}};
+  CHECK(evaluate_measured(result).passed);
+  result["measured"]["allocated_bytes"] = planned * 1.25;
+  const auto off = evaluate_measured(result);
+  CHECK(off.ran);
+  CHECK_FALSE(off.passed);
+  CHECK(off.error == Approx(1.0 / 1.25 - 1.0));
+  // A run that went out of memory must be planned not to fit.
+  result["measured"] = {{"allocated_bytes", nullptr}, {"oom", true}};
+  CHECK_FALSE(evaluate_measured(result).passed);
+  result["predicted"]["args"] = {"--gpus", "1xRTX4090", "--mode",
+                                 "full",   "--seq",     "8192"};
+  CHECK(evaluate_measured(result).passed);
+  // A failed device run is not a check.
+  CHECK_FALSE(evaluate_measured(json{{"failed", "Traceback ..."}}).ran);
+}
+
+TEST_CASE(
+    "validation: recorded GPU measurements are predicted within their "
+    "tolerance",
+    "[validation][measured]") {
+  const std::filesystem::path dir =
+      std::filesystem::path(OOMPLAN_TEST_DATA) / "measured";
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() == ".json") {
+        files.push_back(entry.path());
+      }
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    WARN(
+        "no GPU measurements recorded in tests/data/measured (run "
+        "tests/measure/measure.py --matrix on a GPU)");
+  }
+  for (const auto& file : files) {
+    const json doc = read_json(file.string());
+    REQUIRE(doc.at("schema") == "oomplan.measured/1");
+    std::vector<double> errors;
+    int passed = 0;
+    int ran = 0;
+    for (const auto& result : doc.at("results")) {
+      const MeasuredOutcome o = evaluate_measured(result);
+      if (!o.ran) {
+        continue;
+      }
+      ++ran;
+      passed += o.passed ? 1 : 0;
+      errors.push_back(std::abs(o.error));
+      INFO(file.filename().string()
+           << " " << result.value("entry", json()) << ": " << o.detail);
+      if (o.known) {
+        if (o.passed) {
+          WARN("a result marked known_gap now passes");
+        }
+        continue;
+      }
+      CHECK(o.passed);
+    }
+    std::sort(errors.begin(), errors.end());
+    WARN(fmt::format("{}: {}/{} within tolerance, median |error| {:.1f}%",
+                     file.filename().string(), passed, ran,
+                     errors.empty() ? 0.0 : 100 * errors[errors.size() / 2]));
   }
 }

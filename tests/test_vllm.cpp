@@ -230,7 +230,7 @@ TEST_CASE("vllm: errors are vLLM's own words and make the plan not fit",
 }
 
 TEST_CASE(
-    "vllm: enforce-eager captures no CUDA graphs; V0 counts more "
+    "vllm: enforce-eager captures no CUDA graphs, and V0 counts more "
     "non-torch memory",
     "[vllm]") {
   const Catalog& cat = test::catalog();
@@ -470,4 +470,421 @@ TEST_CASE("vllm: gpt-oss's MXFP4 MoE holds no workspace past the forward",
   const Budget one = test::budget(m, g, s);
   // sampler: 47,185,920 + 1 x 201088 x 15 = 50,202,240 < forward
   CHECK(one.vllm->activation_peak_bytes == 471'859'200);
+}
+
+// --- Releases, cards and topology (include/oomplan/vllm.hpp) ---------------
+// Hand values from vLLM's source at each release; the spec with the sources
+// is /work/notes/vllm12-spec.md.
+
+namespace {
+
+constexpr VllmVersion release(int minor, int patch = 0) {
+  return VllmVersion{0, minor, patch};
+}
+
+VllmEngine engine_on(const char* gpu, VllmVersion version,
+                     Dtype dtype = Dtype::fp16,
+                     std::optional<Dtype> kv = std::nullopt,
+                     Quant quant = Quant::none,
+                     const char* model = "llama-3.1-8b") {
+  const Catalog& cat = test::catalog();
+  return vllm_engine(find_model(cat, model), find_gpu(cat, gpu), version, dtype,
+                     kv.value_or(dtype), quant)
+      .engine;
+}
+
+// Llama-3.1-8B on `gpus` x `gpu` with vLLM `version` and the llm-d flags.
+Budget serve_release(const char* gpu, int tp, VllmVersion version,
+                     P2p p2p = P2p::automatic) {
+  const Catalog& cat = test::catalog();
+  Setup s;
+  s.engine = Engine::vllm;
+  s.gpus = tp;
+  s.tp = tp;
+  s.gpu_util = 0.9;
+  s.max_num_seqs = 1024;
+  s.max_num_batched_tokens = 8192;
+  s.max_model_len = 8192;
+  s.vllm_release = version;
+  s.p2p = p2p;
+  return test::budget(find_model(cat, "llama-3.1-8b"), find_gpu(cat, gpu), s);
+}
+
+}  // namespace
+
+TEST_CASE("vllm: releases parse as X.Y or X.Y.Z and print back", "[vllm]") {
+  CHECK(vllm_version_from_text("0.8.5") == VllmVersion{0, 8, 5});
+  CHECK(vllm_version_from_text("v0.19") ==
+        VllmVersion{0, 19, k_vllm_any_patch});
+  CHECK_FALSE(vllm_version_from_text("0.8.x").has_value());
+  CHECK_FALSE(vllm_version_from_text("19").has_value());
+  CHECK(vllm_version_text(VllmVersion{0, 6, 5}) == "0.6.5");
+  CHECK(vllm_version_text(VllmVersion{0, 6, k_vllm_any_patch}) == "0.6");
+  // "0.6" is the newest 0.6.x: later than 0.6.5.
+  CHECK(*vllm_version_from_text("0.6") > VllmVersion{0, 6, 5});
+  CHECK(vllm_era_of(VllmVersion{0, 6, 6}) == VllmEra::v0);
+  CHECK(vllm_era_of(VllmVersion{0, 10, 2}) == VllmEra::v1_early);
+  CHECK(vllm_era_of(k_vllm_default_version) == VllmEra::current);
+}
+
+TEST_CASE("vllm: the engine follows the release and the card", "[vllm]") {
+  // Before 0.8 V0 is the default everywhere.
+  CHECK(engine_on("H100", release(7, 3), Dtype::bf16) == VllmEngine::v0);
+  CHECK(engine_on("H100", release(8), Dtype::bf16) == VllmEngine::v1);
+  // _is_v1_supported_oracle: "Compute Capability < 8.0" until #24022 (0.10.2).
+  CHECK(engine_on("T4", release(8, 5)) == VllmEngine::v0);
+  CHECK(engine_on("V100-32", release(10, 1)) == VllmEngine::v0);
+  CHECK(engine_on("T4", release(10, 2)) == VllmEngine::v1);
+  // V0 is gone from 0.11.
+  CHECK(engine_on("T4", release(11)) == VllmEngine::v1);
+  const Catalog& cat = test::catalog();
+  const VllmEngineChoice t4 =
+      vllm_engine(find_model(cat, "llama-3.1-8b"), find_gpu(cat, "T4"),
+                  release(9, 1), Dtype::fp16, Dtype::fp16, Quant::none);
+  CHECK(t4.reason ==
+        "V0: compute capability 7.5 < 8.0 falls back to V0 "
+        "before 0.10.2");
+}
+
+TEST_CASE(
+    "vllm: fp32, fp8 KV, bitsandbytes and state-space models fall back "
+    "to V0 where V1 lacked them",
+    "[vllm]") {
+  // V1_SUPPORTED_DTYPES = [bf16, fp16] until #19754 (0.10).
+  CHECK(engine_on("H100", release(9, 2), Dtype::fp32) == VllmEngine::v0);
+  CHECK(engine_on("H100", release(10), Dtype::fp32) == VllmEngine::v1);
+  // fp8 KV: never in 0.8; FlashAttention 3 (Hopper) from 0.9; Blackwell
+  // from 0.10; an A100 or L40S stays on V0 until 0.11.
+  CHECK(engine_on("H100", release(8, 5), Dtype::bf16, Dtype::fp8) ==
+        VllmEngine::v0);
+  CHECK(engine_on("H100", release(9, 1), Dtype::bf16, Dtype::fp8) ==
+        VllmEngine::v1);
+  CHECK(engine_on("A100-80", release(10, 2), Dtype::bf16, Dtype::fp8) ==
+        VllmEngine::v0);
+  CHECK(engine_on("L40S", release(11), Dtype::bf16, Dtype::fp8) ==
+        VllmEngine::v1);
+  CHECK(engine_on("B200", release(9, 2), Dtype::bf16, Dtype::fp8) ==
+        VllmEngine::v0);
+  CHECK(engine_on("B200", release(10), Dtype::bf16, Dtype::fp8) ==
+        VllmEngine::v1);
+  // V1_UNSUPPORTED_QUANT = ["bitsandbytes", "gguf"] in 0.8.
+  CHECK(engine_on("H100", release(8, 5), Dtype::bf16, std::nullopt,
+                  Quant::nf4) == VllmEngine::v0);
+  CHECK(engine_on("H100", release(9), Dtype::bf16, std::nullopt, Quant::nf4) ==
+        VllmEngine::v1);
+  // SupportsV0Only architectures: mamba until 0.10.2 (#23650), mllama until
+  // V0's removal.
+  Model mamba = test::llama2_7b();
+  mamba.model_type = "mamba";
+  const Gpu& h100 = find_gpu(test::catalog(), "H100");
+  CHECK(vllm_engine(mamba, h100, release(10, 1), Dtype::bf16, Dtype::bf16,
+                    Quant::none)
+            .engine == VllmEngine::v0);
+  CHECK(vllm_engine(mamba, h100, release(10, 2), Dtype::bf16, Dtype::bf16,
+                    Quant::none)
+            .engine == VllmEngine::v1);
+  mamba.model_type = "mllama";
+  CHECK(vllm_engine(mamba, h100, release(10, 2), Dtype::bf16, Dtype::bf16,
+                    Quant::none)
+            .engine == VllmEngine::v0);
+}
+
+TEST_CASE("vllm: scheduler defaults follow the release and the card",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Gpu& a100 = find_gpu(cat, "A100-80");
+  const Gpu& l40s = find_gpu(cat, "L40S");
+  const Gpu& h200 = find_gpu(cat, "H200");
+  const Model& m = find_model(cat, "llama-3.1-8b");
+  const auto v1 = VllmEngine::v1;
+  // max_num_seqs: 1024 everywhere in 0.8.0-0.8.4; 0.8.5 by memory (#17073),
+  // 0.9 not on an A100 (#17885); V0 256.
+  CHECK(vllm_default_max_num_seqs(l40s, release(8, 4), v1) == 1024);
+  CHECK(vllm_default_max_num_seqs(l40s, release(8, 5), v1) == 256);
+  CHECK(vllm_default_max_num_seqs(a100, release(8, 5), v1) == 1024);
+  CHECK(vllm_default_max_num_seqs(a100, release(9), v1) == 256);
+  CHECK(vllm_default_max_num_seqs(h200, release(19), v1) == 1024);
+  CHECK(vllm_default_max_num_seqs(h200, release(8, 5), VllmEngine::v0) == 256);
+  // max_num_batched_tokens: "h100"/"h200" by name in 0.8.0-0.8.4, >= 70 GiB
+  // in 0.8.5, and not an A100 from 0.9.
+  CHECK(vllm_default_batched_tokens(m, a100, release(8, 4), v1, 8192) == 2048);
+  CHECK(vllm_default_batched_tokens(m, a100, release(8, 5), v1, 8192) == 8192);
+  CHECK(vllm_default_batched_tokens(m, a100, release(9), v1, 8192) == 2048);
+  CHECK(vllm_default_batched_tokens(m, h200, release(8, 4), v1, 8192) == 8192);
+  // V0: one prompt of max_model_len (>= 2048); above 32k chunks of 512
+  // (<= 0.6.4) or 2048 (#10544, 0.6.5+); MLA models are never chunked.
+  const auto v0 = VllmEngine::v0;
+  CHECK(vllm_default_batched_tokens(m, a100, release(6, 3), v0, 8192) == 8192);
+  CHECK(vllm_default_batched_tokens(m, a100, release(6, 3), v0, 1024) == 2048);
+  CHECK(vllm_default_batched_tokens(m, a100, release(6, 4), v0, 40000) == 512);
+  CHECK(vllm_default_batched_tokens(m, a100, release(8), v0, 40000) == 2048);
+  const Model& mla = find_model(cat, "deepseek-v2-lite");
+  CHECK(vllm_default_batched_tokens(mla, a100, release(8), v0, 40000) == 40000);
+
+  // Left out, --max-num-seqs resolves to vLLM's default for the card.
+  Setup s;
+  s.engine = Engine::vllm;
+  CHECK(resolve(m, h200, s).max_num_seqs == 1024);
+  CHECK(resolve(m, l40s, s).max_num_seqs == 256);
+  s.vllm_version = VllmEra::v0;
+  CHECK(resolve(m, h200, s).max_num_seqs == 256);
+}
+
+TEST_CASE("vllm: 0.7 to 0.9.0 count the CUDA context as non-torch memory",
+          "[vllm]") {
+  // gpu_worker.py before #18974: non_torch = (total - free) - torch
+  // allocated, so the 0.51 GiB context is inside it; from 0.9.1 the
+  // baseline snapshot excludes it. Same flags, same defaults otherwise:
+  //   0.51 x 2^30 = 547,608,330.24 -> 547,608,330 B less KV in 0.8.5.
+  const Budget old_profile = serve_release("H100", 1, release(8, 5));
+  const Budget new_profile = serve_release("H100", 1, release(9, 1));
+  CHECK(old_profile.vllm->non_torch_bytes - new_profile.vllm->non_torch_bytes ==
+        547'608'330);
+  CHECK(new_profile.vllm->kv_cache_bytes - old_profile.vllm->kv_cache_bytes ==
+        547'608'330);
+  // 547,608,330 B / 131,072 B per token = 4,178 tokens; whole blocks of 16.
+  const std::int64_t fewer =
+      new_profile.vllm->kv_tokens - old_profile.vllm->kv_tokens;
+  CHECK(fewer >= 4'176);
+  CHECK(fewer <= 4'192);
+  CHECK(old_profile.vllm->profiler ==
+        "device used minus torch (CUDA context counted)");
+}
+
+TEST_CASE("vllm: from 0.21 the CUDA-graph estimate comes out of gpu_util",
+          "[vllm]") {
+  const Budget before = serve_release("H100", 1, release(20));
+  const Budget after = serve_release("H100", 1, release(21));
+  REQUIRE(after.vllm->cuda_graph_bytes > 0);
+  CHECK(before.vllm->kv_cache_bytes - after.vllm->kv_cache_bytes ==
+        after.vllm->cuda_graph_bytes);
+  // The process then stays inside the requested budget.
+  CHECK(after.total_bytes() == after.vllm->requested_bytes);
+  CHECK(before.total_bytes() ==
+        before.vllm->requested_bytes + before.vllm->cuda_graph_bytes);
+  CHECK(after.vllm->graphs_in_budget);
+}
+
+TEST_CASE("vllm: custom all-reduce and NCCL buffers need P2P", "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Gpu& h100 = find_gpu(cat, "H100");
+  const Gpu& l40s = find_gpu(cat, "L40S");
+  // NVLink, one node, vLLM 0.9.1 (NCCL_CUMEM_ENABLE=0, NCCL 2.26 connects the
+  // ring only): custom all-reduce 2 x 8 MiB = 16,777,216 B; NCCL 24 channels
+  // x (4,194,304 + 4,915,200 + 524,288) B = 24 x 9,633,792 = 231,211,008 B,
+  // all at the TP group's warm-up.
+  VllmComm c = vllm_comm(h100, release(9, 1), 2, 1, 8, true);
+  CHECK(c.custom_all_reduce);
+  CHECK(c.custom_all_reduce_bytes == 16'777'216);
+  CHECK(c.nccl_init_bytes == 231'211'008);
+  CHECK(c.nccl_profile_bytes == 0);
+  CHECK(c.init_bytes() == 16'777'216 + 231'211'008);
+  // 0.8 (NCCL 2.21: ring and tree connected at init): twice the buffers.
+  CHECK(vllm_comm(h100, release(8, 5), 2, 1, 8, true).nccl_init_bytes ==
+        462'422'016);
+  // From 0.10.2 NCCL uses cuMem: the v0.19 H100 measurements, 1.0 GiB at
+  // init (1,073,741,824 B) and (1.75 + 0.04 x 2) GiB = 1.83 x 2^30 =
+  // 1,964,947,537.9 -> 1,964,947,538 B during the profile.
+  c = vllm_comm(h100, release(19), 2, 1, 8, true);
+  CHECK(c.nccl_init_bytes == 1'073'741'824);
+  CHECK(c.nccl_profile_bytes == 1'964'947'538);
+  // Pipeline stages alone: the communicators' init, no TP rings.
+  c = vllm_comm(h100, release(19), 1, 4, 8, true);
+  CHECK_FALSE(c.custom_all_reduce);
+  CHECK(c.nccl_init_bytes == 1'073'741'824);
+  CHECK(c.nccl_profile_bytes == 0);
+  // Without P2P: no custom all-reduce, NCCL stages through host memory.
+  c = vllm_comm(h100, release(9, 1), 2, 1, 8, false);
+  CHECK_FALSE(c.custom_all_reduce);
+  CHECK(c.init_bytes() + c.nccl_profile_bytes == 0);
+  // PCIe with P2P: custom all-reduce only for two GPUs; 2 NCCL channels:
+  // 2 x 9,633,792 = 19,267,584 B.
+  c = vllm_comm(l40s, release(9, 1), 2, 1, 8, true);
+  CHECK(c.custom_all_reduce);
+  CHECK(c.nccl_init_bytes == 19'267'584);
+  CHECK_FALSE(vllm_comm(l40s, release(9, 1), 4, 1, 8, true).custom_all_reduce);
+  // TP across nodes: "this process group spans across nodes".
+  CHECK_FALSE(vllm_comm(h100, release(9, 1), 16, 1, 8, true).custom_all_reduce);
+  // Unsupported world size [2, 4, 6, 8].
+  CHECK_FALSE(vllm_comm(h100, release(9, 1), 3, 1, 8, true).custom_all_reduce);
+  // --p2p auto: NVLink inside one node.
+  CHECK(resolve_p2p(P2p::automatic, h100, 8, 8));
+  CHECK_FALSE(resolve_p2p(P2p::automatic, h100, 16, 8));
+  CHECK_FALSE(resolve_p2p(P2p::automatic, l40s, 2, 8));
+  CHECK(resolve_p2p(P2p::on, l40s, 2, 8));
+  CHECK_FALSE(resolve_p2p(P2p::off, h100, 2, 8));
+  // #25359: from 0.11 the baseline is taken after the distributed init.
+  CHECK_FALSE(
+      vllm_snapshot_after_distributed_init(release(10, 2), VllmEngine::v1));
+  CHECK(vllm_snapshot_after_distributed_init(release(11), VllmEngine::v1));
+}
+
+TEST_CASE("vllm: the non-torch memory of a TP worker follows --p2p", "[vllm]") {
+  // 2 x H100 NVLink, vLLM 0.9.1 (snapshot before the distributed init):
+  // 0.25 GiB + custom all-reduce + NCCL
+  //   = 268,435,456 + 16,777,216 + 231,211,008 = 516,423,680 B.
+  const Budget nvlink = serve_release("H100", 2, release(9, 1));
+  CHECK(nvlink.vllm->non_torch_bytes == 516'423'680);
+  CHECK(nvlink.vllm->custom_all_reduce);
+  // Same cards in a container without P2P: 0.25 GiB = 268,435,456 B, and
+  // the KV pool gains the difference.
+  const Budget off = serve_release("H100", 2, release(9, 1), P2p::off);
+  CHECK(off.vllm->non_torch_bytes == 268'435'456);
+  CHECK(off.vllm->kv_cache_bytes - nvlink.vllm->kv_cache_bytes ==
+        516'423'680 - 268'435'456);
+  CHECK_FALSE(off.vllm->p2p);
+  // 0.10.2 (cuMem, snapshot before init) counts the init in non-torch; 0.11
+  // does not: 268,435,456 + 16,777,216 + 1,073,741,824 + 1,964,947,538 =
+  // 3,323,902,034 B, and 268,435,456 + 1,964,947,538 = 2,233,382,994 B.
+  CHECK(serve_release("H100", 2, release(10, 2)).vllm->non_torch_bytes ==
+        3'323'902'034);
+  CHECK(serve_release("H100", 2, release(11)).vllm->non_torch_bytes ==
+        2'233'382'994);
+}
+
+TEST_CASE("vllm: the CUDA-graph capture list follows the release", "[vllm]") {
+  const auto v1 = VllmEngine::v1;
+  // 0.7 - 0.9: [1, 2, 4] + range(8, 513, 8) <= max_num_batched_tokens:
+  // 3 + 64 = 67 sizes; with 256 tokens 3 + 32 = 35.
+  auto sizes = vllm_capture_sizes(release(9, 1), v1, 1024, 8192);
+  CHECK(sizes.size() == 67);
+  CHECK(sizes.back() == 512);
+  CHECK(vllm_capture_sizes(release(9, 1), v1, 1024, 256).size() == 35);
+  // 0.10 (#20628): up to min(2 x max_num_seqs, 512): 64 seqs -> 128,
+  // 3 + 16 = 19 sizes.
+  sizes = vllm_capture_sizes(release(10), v1, 64, 8192);
+  CHECK(sizes.size() == 19);
+  CHECK(sizes.back() == 128);
+  // 0.12+: steps of 16 from 256: 3 + 31 (8 .. 248) + 17 (256 .. 512) = 51.
+  CHECK(vllm_capture_sizes(release(19), v1, 1024, 8192).size() == 51);
+  // V0: up to max_num_seqs padded to a multiple of 8 (3 + 32 = 35 for 256;
+  // 1000 -> 3 + 125 = 128), capped at 256 before 0.6 (#7894).
+  const auto v0 = VllmEngine::v0;
+  CHECK(vllm_capture_sizes(release(8), v0, 256, 8192).size() == 35);
+  CHECK(vllm_capture_sizes(release(8), v0, 1000, 8192).size() == 128);
+  CHECK(vllm_capture_sizes(release(5), v0, 1000, 8192).size() == 35);
+  CHECK(vllm_capture_sizes(release(8), v0, 3, 8192) ==
+        std::vector<std::int64_t>{1, 2, 4});
+  // Graphs: FULL_AND_PIECEWISE captures the uniform-decode sizes (<=
+  // max_num_seqs) a second time: 51 + 51 = 102 at 1024 sequences, 51 + 19 =
+  // 70 at 128 (1, 2, 4, 8 .. 128).
+  sizes = vllm_capture_sizes(release(19), v1, 1024, 8192);
+  CHECK(vllm_graph_count(VllmGraphMode::full_and_piecewise, sizes, 1024) ==
+        102);
+  CHECK(vllm_graph_count(VllmGraphMode::full_and_piecewise, sizes, 128) == 70);
+  CHECK(vllm_graph_mode(release(10), v1, false) == VllmGraphMode::piecewise);
+  CHECK(vllm_graph_mode(release(11), v1, false) ==
+        VllmGraphMode::full_and_piecewise);
+  CHECK(vllm_graph_mode(release(8), v0, false) == VllmGraphMode::full);
+  CHECK(vllm_graph_mode(release(19), v1, true) == VllmGraphMode::none);
+
+  // The profile names what it assumed.
+  const Budget b = serve_release("H100", 1, release(9, 1));
+  CHECK(b.vllm->cudagraph_mode == "PIECEWISE");
+  CHECK(b.vllm->capture_sizes.size() == 67);
+  CHECK(b.vllm->graphs == 67);
+}
+
+TEST_CASE("vllm: V0 releases on a T4 profile with V0's sampler and defaults",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3.2-1b");
+  const Gpu& t4 = find_gpu(cat, "T4");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.dtype = Dtype::fp16;
+  s.max_model_len = 4096;
+  s.vllm_release = release(9, 1);
+  const Budget v0 = test::budget(m, t4, s);
+  CHECK(v0.vllm->engine == "V0");
+  // V0 defaults: 256 sequences, one 4096-token prompt; the V0 sampler's
+  // 37 B per element: 4096 x 2048 x 2 + 256 x 128256 x (2 + 37)
+  //   = 16,777,216 + 1,280,507,904 = 1,297,285,120 B.
+  CHECK(v0.vllm->activation_peak_bytes == 1'297'285'120);
+  // V0 non-torch (no torch.compile): 0.16 GiB = 171,798,691.84 -> 171,798,692.
+  CHECK(v0.vllm->non_torch_bytes == 171'798'692);
+  s.vllm_release = release(10, 2);
+  const Budget v1 = test::budget(m, t4, s);
+  CHECK(v1.vllm->engine == "V1");
+  CHECK(v1.vllm->kv_cache_bytes > v0.vllm->kv_cache_bytes);
+}
+
+TEST_CASE("vllm: a hybrid pool pads the state page to the attention page",
+          "[vllm]") {
+  // A Jamba-like worker: 4 attention layers (8 KV heads x 128 x 2 B x 2 =
+  // 4,096 B per token) and 28 mamba layers whose state is conv 8192 x 3 x 2 +
+  // ssm 8192 x 16 x 2 = 49,152 + 262,144 = 311,296 B per sequence.
+  //   block = 16 x ceil(311,296 / (16 x 4,096)) = 16 x 5 = 80 tokens
+  //   page = 80 x 4,096 = 327,680 B; groups of min(4, 28) = 4 layers:
+  //   1 attention + 7 state groups = 8; 10 GiB / (327,680 x 4) = 8,192 blocks
+  //   tokens = 8,192 / 8 x 80 = 81,920
+  //   a request of 8,192 tokens: ceil(8,192 / 80) = 103 + 7 = 110 blocks
+  const VllmHybridPool pool = vllm_hybrid_pool(
+      VllmHybridLayers{4, 28, 4'096, 311'296}, 10 * k_gib, 8192);
+  CHECK(pool.block_size == 80);
+  CHECK(pool.page_bytes == 327'680);
+  CHECK(pool.group_size == 4);
+  CHECK(pool.groups == 8);
+  CHECK(pool.blocks == 8'192);
+  CHECK(pool.tokens == 81'920);
+  CHECK(pool.blocks_per_request == 110);
+  CHECK(pool.max_concurrency == Approx(8192.0 / 110.0));
+}
+
+TEST_CASE("vllm: a pure state-space pool holds one state per sequence",
+          "[vllm]") {
+  // 64 mamba layers of 1,000,000 B per sequence: one group of 64; 1 GiB /
+  // 64,000,000 B = 16 blocks, one per request whatever its length; the
+  // "tokens" vLLM reports are blocks x max_model_len = 16 x 4,096 = 65,536.
+  const VllmHybridPool pool =
+      vllm_hybrid_pool(VllmHybridLayers{0, 64, 0, 1'000'000}, k_gib, 4096);
+  CHECK(pool.block_size == 4096);
+  CHECK(pool.blocks == 16);
+  CHECK(pool.tokens == 65'536);
+  CHECK(pool.blocks_per_request == 1);
+  CHECK(pool.max_concurrency == Approx(16.0));
+}
+
+TEST_CASE("vllm: the report names the release, engine and capture list",
+          "[vllm]") {
+  const auto r = test::run_cli({"llama-3.2-1b", "--gpus", "2xT4", "--engine",
+                                "vllm", "--dtype", "fp16", "--vllm-version",
+                                "0.9.1", "--max-model-len", "4096"});
+  CHECK_THAT(r.out,
+             Catch::Contains("assumed: vLLM 0.9.1, V0 engine (V0: compute "
+                             "capability 7.5 < 8.0 falls back to V0 before "
+                             "0.10.2)"));
+  CHECK_THAT(r.out, Catch::Contains("CUDA graphs: FULL at 35 batch sizes (1 "
+                                    "to 256), 35 graphs, captured after the "
+                                    "KV cache"));
+  CHECK_THAT(r.out, Catch::Contains("tensor parallel: no P2P (NCCL through "
+                                    "host memory), custom all-reduce off"));
+  const auto j =
+      test::run_cli({"llama-3.2-1b", "--gpus", "2xT4", "--engine", "vllm",
+                     "--dtype", "fp16", "--vllm-version", "0.9.1", "--json"});
+  CHECK_THAT(j.out, Catch::Contains("\"engine\": \"V0\""));
+  CHECK_THAT(j.out, Catch::Contains("\"vllm_release\": \"0.9.1\""));
+  CHECK_THAT(j.out, Catch::Contains("\"p2p\": false"));
+}
+
+TEST_CASE("vllm: --p2p takes auto, on or off and reaches the re-run line",
+          "[vllm]") {
+  const auto bad = test::run_cli({"llama-3.1-8b", "--gpus", "2xL40S",
+                                  "--engine", "vllm", "--p2p", "maybe"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--p2p: maybe not in {auto,on,off}"));
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "llama-3.1-8b");
+  const Gpu& l40s = find_gpu(cat, "L40S");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.gpus = 2;
+  s.p2p = P2p::on;
+  CHECK_THAT(plan_args("llama-3.1-8b", m, l40s, s),
+             Catch::Contains("--p2p on"));
+  // PCIe L40S pair with P2P asserted: custom all-reduce (two GPUs) and two
+  // NCCL channels on the GPU.
+  const Budget b = test::budget(m, l40s, s);
+  CHECK(b.vllm->p2p);
+  CHECK(b.vllm->custom_all_reduce);
 }

@@ -69,6 +69,18 @@ struct VllmProfile {
   double max_concurrency = 0;
   std::int64_t max_model_len_fit = 0;
   std::string error;  // empty when vLLM would start
+  // What the plan assumed (vllm.hpp), for the report.
+  std::string version;        // "0.19"
+  std::string engine;         // "V0" or "V1"
+  std::string engine_reason;  // why that engine runs
+  std::string profiler;       // what the start-up profiler counts
+  bool p2p = false;           // GPUs of a node talk peer-to-peer
+  bool custom_all_reduce = false;
+  std::string cudagraph_mode;               // "FULL_AND_PIECEWISE", "NONE", ...
+  std::vector<std::int64_t> capture_sizes;  // CUDA-graph batch sizes
+  std::int64_t graphs = 0;                  // graphs captured
+  bool graphs_in_budget = false;  // from 0.21 the graphs are inside gpu_util
+  std::int64_t block_size = 16;   // tokens per KV block
 };
 
 // Conditions the report explains in words (text is rendered by report.cpp).
@@ -88,6 +100,16 @@ enum class Warning : unsigned {
 };
 
 inline constexpr std::size_t k_max_components = 10;
+
+// One moment of a training step on the most loaded GPU, from
+// memory_train.cpp's timeline (for the step picture, report_svg.cpp).
+struct Moment {
+  std::string_view name;  // static text, e.g. "loss gradients"
+  Phase phase = Phase::forward;
+  Bytes allocated_bytes = 0;  // tensors alive at this moment
+  Bytes device_bytes = 0;     // + fragmentation, runtime overhead, paged states
+};
+inline constexpr std::size_t k_max_moments = 6;
 
 // The default --min-headroom margin, as a share of the card: a plan that fits
 // with less free gets the low-headroom warning, and a fix must keep at least
@@ -128,6 +150,10 @@ struct Budget {
   std::vector<Stage> stages;        // pp > 1 or split layers
   std::optional<VllmProfile> vllm;  // engine vllm
   unsigned warnings = 0;            // Warning bits
+  // Training: the step's timeline in order (forward, backward, optimizer
+  // step); the largest device_bytes equals total_bytes(). Empty otherwise.
+  std::array<Moment, k_max_moments> moments{};
+  std::size_t moment_count = 0;
 
   void add(std::string_view name, Bytes bytes, std::string_view formula);
   Bytes bytes_of(std::string_view name) const;  // 0 when absent

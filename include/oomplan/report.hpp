@@ -37,8 +37,10 @@ std::string render_sizing_markdown(const Sizing& sizing);
 // "oomplan.gpus/1", "gpus": [...], "instances": [...]}).
 std::string render_models_text(const Catalog& catalog);
 std::string render_models_json(const Catalog& catalog);
+std::string render_models_markdown(const Catalog& catalog);
 std::string render_gpus_text(const Catalog& catalog);
 std::string render_gpus_json(const Catalog& catalog);
+std::string render_gpus_markdown(const Catalog& catalog);
 
 }  // namespace oomplan
 

@@ -5,6 +5,7 @@
 
 #include "oomplan/dtype.hpp"
 #include "oomplan/units.hpp"
+#include "oomplan/vllm.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -17,9 +18,28 @@ namespace oomplan {
 enum class Mode { infer, full, lora, qlora };
 enum class Engine { hf, vllm };
 enum class Offload { none, optimizer, params, all };
-enum class Checkpointing { none, selective, full };
+// Activation checkpointing policies, ordered by what they keep (most first):
+// none; selective (Megatron: attention core recomputed); every (every-N:
+// every Nth layer fully checkpointed, the others keep all); op (torchtitan
+// per-op selective AC); full (every decoder layer keeps only its input:
+// HF gradient_checkpointing, torchtune, torchtitan full, Megatron uniform);
+// ds_partition / ds_cpu (DeepSpeed checkpointing with partition_activations
+// over the tensor-parallel ranks / cpu_checkpointing to host RAM).
+enum class Checkpointing {
+  none,
+  selective,
+  every,  // every-N: torchtitan/torchtune layer SAC, every Nth layer full
+  op,
+  full,
+  ds_partition,
+  ds_cpu
+};
 enum class Attn { eager, sdpa, flash };
-enum class Precision { mixed, pure };
+// Training precision: mixed (16-bit weights + fp32 master and states:
+// DeepSpeed, Megatron), pure (everything in --dtype: torchtune), amp (fp32
+// parameters under torch.autocast: HF Trainer bf16/fp16 on an fp32 model,
+// FSDP MixedPrecision over fp32 parameters).
+enum class Precision { mixed, pure, amp };
 enum class Optimizer {
   adamw,
   adamw_8bit,
@@ -28,7 +48,13 @@ enum class Optimizer {
   sgd,
   adafactor
 };
-enum class Loss { full, chunked };
+// Cross-entropy as the training loop computes it (bytes per logit differ):
+// full (the model returns fp32 logits the loop keeps through backward),
+// chunked (torchtune CEWithChunkedOutputLoss), upcast (the loss upcasts a
+// 16-bit copy, the output is freed before backward: torchtitan, transformers
+// >= 4.49), upcast_shift (plus an fp32 shifted copy: transformers 4.46-4.48),
+// fp32_shift (the model upcasts, the loss shifts a copy: transformers <= 4.45).
+enum class Loss { full, chunked, upcast, upcast_shift, fp32_shift };
 
 // LoRA target projections, as a bit set.
 enum LoraTarget : unsigned {
@@ -71,6 +97,7 @@ struct Setup {
   std::optional<Dtype> kv_dtype{};  // nullopt: auto (= dtype)
   std::optional<int> tp{};  // nullopt: infer -> GPUs per node / pp, train -> 1
   int pp = 1;
+  int cp = 1;  // context parallel: the sequence sharded over cp ranks
   bool split_layers = false;  // transformers device_map="auto"
   bool sequence_parallel = false;
   // Training.
@@ -78,10 +105,13 @@ struct Setup {
   bool fsdp = false;          // sharded by FSDP FULL_SHARD (stage-3 semantics)
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
+  int checkpoint_every = 2;  // N of --checkpointing every-N
   Attn attn = Attn::flash;
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adamw;
   bool compile = false;
+  bool float8 = false;        // torchao float8 linears (torchtitan)
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
   bool optimizer_in_bwd = false;
@@ -93,8 +123,11 @@ struct Setup {
   std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
   bool enforce_eager = false;
   VllmEra vllm_version = VllmEra::current;
+  // --vllm-version X.Y[.Z] (nullopt: the era's release, the default 0.19).
+  std::optional<VllmVersion> vllm_release{};
   std::optional<std::int64_t> max_model_len{};  // nullopt: seq, capped
-  std::int64_t max_num_seqs = 256;
+  std::optional<std::int64_t> max_num_seqs{};   // nullopt: vLLM's default
+  P2p p2p = P2p::automatic;  // peer-to-peer between a node's GPUs
   // Overrides (nullopt: the measured defaults).
   std::optional<double> overhead_gib{};  // CUDA context, cuBLAS, NCCL per GPU
   std::optional<double> reserve{};       // fragmentation, share of allocated
@@ -128,6 +161,7 @@ struct Resolved {
   Dtype kv_dtype = Dtype::bf16;
   int tp = 1;
   int pp = 1;
+  int cp = 1;  // context parallel: the sequence sharded over cp ranks
   bool split_layers = false;
   bool sequence_parallel = false;
   // Training.
@@ -135,10 +169,13 @@ struct Resolved {
   bool fsdp = false;
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
+  int checkpoint_every = 2;  // N of --checkpointing every-N
   Attn attn = Attn::flash;
   Precision precision = Precision::mixed;
   Optimizer optimizer = Optimizer::adamw;
   bool compile = false;
+  bool float8 = false;        // torchao float8 linears (torchtitan)
+  bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
   bool optimizer_in_bwd = false;
@@ -150,8 +187,11 @@ struct Resolved {
   std::int64_t max_num_batched_tokens = 8192;
   bool enforce_eager = false;
   VllmEra vllm_version = VllmEra::current;
+  VllmVersion vllm_release = k_vllm_default_version;
+  VllmEngine vllm_engine = VllmEngine::v1;  // the engine that release runs
   std::int64_t max_model_len = 4096;
   std::int64_t max_num_seqs = 256;
+  bool p2p = false;  // --p2p resolved for this card and layout
   // Overrides the user gave (nullopt: the measured defaults apply).
   std::optional<double> overhead_gib{};
   std::optional<double> reserve{};
@@ -160,7 +200,7 @@ struct Resolved {
   std::optional<Bytes> host_ram_bytes{};  // CPU RAM per node, when known
 
   int total_gpus() const { return gpus * nodes; }
-  int dp() const { return total_gpus() / (tp * pp); }
+  int dp() const { return total_gpus() / (tp * pp * cp); }
   bool training() const { return mode != Mode::infer; }
 };
 
@@ -168,6 +208,8 @@ std::string_view mode_name(Mode mode);
 std::string_view engine_name(Engine engine);
 std::string_view offload_name(Offload offload);
 std::string_view checkpointing_name(Checkpointing checkpointing);
+// "every-2" for every with N = 2, else checkpointing_name().
+std::string checkpointing_text(Checkpointing checkpointing, int every);
 std::string_view attn_name(Attn attn);
 std::string_view precision_name(Precision precision);
 std::string_view optimizer_name(Optimizer optimizer);
@@ -210,5 +252,10 @@ std::optional<VllmEra> vllm_era_from_text(std::string_view text);
 // The newest version of an era that vllm_era_from_text reads back to it
 // ("0.6", "0.10"); "" for current.
 std::string_view vllm_era_version(VllmEra era);
+// The era of a release (<= 0.6 v0, 0.7 - 0.10 v1_early, >= 0.11 current).
+VllmEra vllm_era_of(VllmVersion version);
+// The release an era stands for when no number is given: 0.6 -> 0.6.x's
+// newest, 0.10 -> 0.10.x's newest, current -> k_vllm_default_version.
+VllmVersion vllm_era_release(VllmEra era);
 
 }  // namespace oomplan

@@ -7,12 +7,17 @@
 //   oomplan plan MODEL [options]   one plan (--gpus NxNAME) or, without --gpus,
 //                                  the fewest GPUs of each common type
 //   oomplan fit MODEL [options]    search for the cheapest setups that fit
+//   oomplan check FILE...          gate launch configs (CI)
+//   oomplan diagnose LOG           explain an out-of-memory log
 //   oomplan models | oomplan gpus  the catalog
 //
 // Output is assembled in memory and written only on success, so an error
 // leaves stdout empty and puts exactly one line on stderr.
 
+#include "oomplan/docs_gen.hpp"
+
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +28,23 @@ inline constexpr int k_exit_does_not_fit = 1;
 inline constexpr int k_exit_bad_input = 2;
 inline constexpr int k_exit_internal_error = 3;  // a bug: no input reaches it
 
+// What run() reads from the process besides its arguments (main fills it;
+// tests set it).
+struct Environment {
+  bool out_is_terminal = false;             // colour under --color auto
+  std::optional<std::string> no_color;      // NO_COLOR (no-color.org)
+  std::optional<std::string> term;          // TERM ("dumb": no colour)
+  std::optional<std::string> step_summary;  // GITHUB_STEP_SUMMARY (check)
+  std::istream* in = nullptr;               // standard input (diagnose -)
+};
+
 // Runs oomplan with `args` (without the program name), writing to `out` and
-// `err`. `out_is_terminal` enables colour unless NO_COLOR is set (checked by
-// the caller, `no_color`). Returns the exit code (k_exit_*).
+// `err`. Returns the exit code (k_exit_*).
 int run(const std::vector<std::string>& args, std::ostream& out,
-        std::ostream& err, bool out_is_terminal = false, bool no_color = false);
+        std::ostream& err, const Environment& env = {});
+
+// Every subcommand with its options, read from the CLI11 wiring itself: the
+// man page and the completions are generated from it (oomplan_gen_docs).
+std::vector<CommandDoc> command_docs();
 
 }  // namespace oomplan::cli

@@ -17,6 +17,11 @@ reserved, so this is the reserved peak plus the CUDA context and library workspa
 
 Needs PyTorch with CUDA, transformers, and for LoRA/QLoRA peft (and bitsandbytes for QLoRA and
 the bitsandbytes optimizers). See tests/measure/README.md.
+
+`--matrix` runs the issue-12 matrix (MATRIX below: HF generate, HF-Trainer-style full / LoRA /
+QLoRA steps on Llama 3.2 1B / 3B and Llama 3.1 8B, checkpointing policies, long context) one
+process per entry and writes tests/data/measured/DATE-GPU.json, which tests/test_validation.cpp
+reads.
 """
 
 import argparse
@@ -58,8 +63,19 @@ def parse_args(argv=None):
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--attn", default="sdpa", choices=["eager", "sdpa", "flash"])
     p.add_argument("--checkpointing", default="none", choices=["none", "full"])
-    p.add_argument("--precision", default="pure", choices=["mixed", "pure"],
-                   help="pure: weights, grads and AdamW states in --dtype; mixed: fp32 weights under autocast")
+    p.add_argument("--use-reentrant", default="true", choices=["true", "false"],
+                   help="gradient_checkpointing_kwargs use_reentrant (transformers' default: true)")
+    p.add_argument("--loss", default="auto",
+                   help="oomplan --loss for the plan; auto: from the installed transformers version "
+                        "(<= 4.45 fp32-shift, 4.46-4.48 upcast-shift, >= 4.49 upcast)")
+    p.add_argument("--prepare-kbit", action="store_true",
+                   help="QLoRA: call peft.prepare_model_for_kbit_training (fp32 norms, embeddings, lm_head)")
+    p.add_argument("--new-tokens", type=int, default=0,
+                   help="infer: generate this many tokens after a prompt of --seq minus them (0: one prefill)")
+    p.add_argument("--precision", default="pure", choices=["mixed", "pure", "amp"],
+                   help="pure: weights, grads and AdamW states in --dtype; amp: fp32 weights under autocast "
+                        "(HF Trainer bf16=True on an fp32 model); mixed (lora/qlora): PEFT's fp32 adapters "
+                        "over a 16-bit base under autocast")
     p.add_argument("--optimizer", default="adamw",
                    choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"])
     p.add_argument("--lora-rank", type=int, default=16)
@@ -68,6 +84,8 @@ def parse_args(argv=None):
                    help="keep only this many decoder layers (to fit a small GPU); oomplan gets the same config")
     p.add_argument("--out", default=None, help="append the result to this JSON file (a list)")
     p.add_argument("--sweep", action="store_true", help="run the prepared sweep (see SWEEP below)")
+    p.add_argument("--matrix", action="store_true", help="run the issue-12 matrix (see MATRIX below)")
+    p.add_argument("--only", default=None, help="with --matrix: run only entries whose text contains this")
     p.add_argument("--sweep-out", default=None, help="where the sweep writes (default tests/data/measured/DATE-GPU.json)")
     return p.parse_args(argv)
 
@@ -129,8 +147,9 @@ def nvidia_smi_process_bytes():
 
 
 def versions():
+    """Exact versions of everything that changes the numbers, kept with them."""
     v = {"python": sys.version.split()[0]}
-    for mod in ("torch", "transformers", "peft", "bitsandbytes", "accelerate"):
+    for mod in ("torch", "transformers", "peft", "bitsandbytes", "accelerate", "flash_attn", "trl"):
         try:
             v[mod] = __import__(mod).__version__
         except Exception:  # not installed
@@ -138,33 +157,81 @@ def versions():
     try:
         import torch
         v["cuda"] = torch.version.cuda
+        v["cudnn"] = torch.backends.cudnn.version()
     except Exception:
         pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        v["driver"] = out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        v["driver"] = None
+    try:
+        out = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=20)
+        v["oomplan_commit"] = out.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        v["oomplan_commit"] = None
     return v
+
+
+def version_tuple(text):
+    parts = []
+    for piece in (text or "0").split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def loss_for_transformers(version):
+    """oomplan --loss that matches transformers' causal-LM loss in a Trainer-style loop
+    (outputs dropped before backward): <= 4.45 the model upcasts the logits and the loss shifts
+    a copy, 4.46-4.48 ForCausalLMLoss upcasts and shifts a copy, >= 4.49 it pads the labels."""
+    v = version_tuple(version)
+    if v <= (4, 45):
+        return "fp32-shift"
+    if v <= (4, 48):
+        return "upcast-shift"
+    return "upcast"
 
 
 def oomplan_args(args, config_dir, gpu):
     a = [config_dir, "--gpus", f"1x{gpu}", "--mode", args.mode, "--seq", str(args.seq),
-         "--batch", str(args.batch), "--dtype", args.dtype, "--attn", args.attn, "--json"]
+         "--batch", str(args.batch), "--dtype", args.dtype, "--attn", args.attn]
     if args.mode != "infer":
+        loss = args.loss
+        if loss == "auto":
+            loss = loss_for_transformers(versions_cache().get("transformers"))
         a += ["--checkpointing", args.checkpointing, "--precision", args.precision,
-              "--optimizer", args.optimizer]
+              "--optimizer", args.optimizer, "--loss", loss]
+        if args.prepare_kbit:
+            a += ["--prepare-kbit"]
     if args.mode in ("lora", "qlora"):
         a += ["--lora-rank", str(args.lora_rank), "--lora-targets", args.lora_targets]
     return a
 
 
+_VERSIONS = {}
+
+
+def versions_cache():
+    if not _VERSIONS:
+        _VERSIONS.update(versions())
+    return _VERSIONS
+
+
 def predict(args, config_dir, gpu):
-    cmd = [args.oomplan] + oomplan_args(args, config_dir, gpu)
+    cmd = [args.oomplan] + oomplan_args(args, config_dir, gpu) + ["--json"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 1):
-        return {"error": out.stderr.strip(), "command": " ".join(cmd)}
+        return {"error": out.stderr.strip(), "command": " ".join(cmd),
+                "args": oomplan_args(args, "CONFIG", gpu)[1:]}
     plan = json.loads(out.stdout)
     peak = plan.get("peak", {})
     return {"allocated_bytes": peak.get("allocated_bytes"), "reserved_bytes": peak.get("reserved_bytes"),
             "device_bytes": peak.get("device_bytes", plan.get("total_bytes")), "phase": peak.get("phase"),
             "fits": plan.get("fits"), "components": {c["name"]: c["bytes"] for c in plan.get("components", [])},
-            "command": " ".join(["oomplan"] + oomplan_args(args, "CONFIG", gpu))}
+            "command": " ".join(["oomplan"] + oomplan_args(args, "CONFIG", gpu)),
+            "args": oomplan_args(args, "CONFIG", gpu)[1:]}
 
 
 def lora_modules(text):
@@ -180,7 +247,10 @@ def build_model(args, cfg_dict, workdir):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     attn = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}[args.attn]
     config = transformers.AutoConfig.for_model(**cfg_dict)
-    load_dtype = torch.float32 if (args.mode == "full" and args.precision == "mixed") else dtype
+    if args.mode == "full" and args.precision == "mixed":
+        raise SystemExit("measure.py: --precision mixed for full fine-tuning is DeepSpeed's 16-bit weights with an "
+                         "fp32 master copy, which a plain loop does not reproduce; use --precision amp or pure")
+    load_dtype = torch.float32 if args.precision == "amp" else dtype
 
     if args.mode == "qlora":
         # Random bf16 weights saved once on CPU, then loaded through bitsandbytes' NF4 path,
@@ -197,13 +267,24 @@ def build_model(args, cfg_dict, workdir):
             model = transformers.AutoModelForCausalLM.from_config(
                 config, torch_dtype=load_dtype, attn_implementation=attn)
 
+    if args.mode == "qlora" and args.prepare_kbit:
+        import peft
+        # Casts every non-4-bit parameter (embeddings, lm_head, norms) to fp32 and enables
+        # input grads; gradient checkpointing is enabled below with the same kwargs.
+        model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     if args.mode in ("lora", "qlora"):
         import peft
         lcfg = peft.LoraConfig(r=args.lora_rank, lora_alpha=2 * args.lora_rank, lora_dropout=0.0,
                                target_modules=lora_modules(args.lora_targets), task_type="CAUSAL_LM")
-        model = peft.get_peft_model(model, lcfg)
+        # mixed: PEFT's default fp32 adapters (autocast_adapter_dtype=True, peft >= 0.12);
+        # pure: adapters in the model dtype, as torchtune keeps them.
+        try:
+            model = peft.get_peft_model(model, lcfg, autocast_adapter_dtype=args.precision == "mixed")
+        except TypeError:  # peft < 0.12 has no autocast_adapter_dtype: adapters follow the base
+            model = peft.get_peft_model(model, lcfg)
     if args.checkpointing == "full" and args.mode != "infer":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": args.use_reentrant == "true"})
         if args.mode in ("lora", "qlora"):
             model.enable_input_require_grads()
     return model
@@ -243,31 +324,47 @@ def run_one(args):
         vocab = cfg.get("vocab_size", 32000)
         tokens = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
 
-        if args.mode == "infer":
-            model.eval()
-            with torch.no_grad():
-                model(input_ids=tokens, use_cache=True)
-            phases["prefill"] = torch.cuda.max_memory_allocated()
-        else:
-            model.train()
-            trainable = [p for p in model.parameters() if p.requires_grad]
-            opt = make_optimizer(args, trainable)
-            autocast = args.precision == "mixed" and args.dtype != "fp32"
-            with torch.autocast("cuda", dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float16,
-                                enabled=autocast):
-                out = model(input_ids=tokens, labels=tokens)
-            phases["forward"] = torch.cuda.max_memory_allocated()
-            out.loss.backward()
-            phases["backward"] = torch.cuda.max_memory_allocated()
-            del out
-            opt.step()
-            phases["optimizer_step"] = torch.cuda.max_memory_allocated()
-            opt.zero_grad(set_to_none=True)
+        oom = False
+        try:
+            if args.mode == "infer":
+                model.eval()
+                with torch.no_grad():
+                    if args.new_tokens > 0:
+                        # HF generate: prefill of the prompt, then decode steps into the cache.
+                        prompt = tokens[:, : max(1, args.seq - args.new_tokens)]
+                        model.generate(input_ids=prompt, max_new_tokens=args.new_tokens,
+                                       min_new_tokens=args.new_tokens, do_sample=False)
+                    else:
+                        model(input_ids=tokens, use_cache=True)
+                phases["prefill"] = torch.cuda.max_memory_allocated()
+            else:
+                model.train()
+                trainable = [p for p in model.parameters() if p.requires_grad]
+                opt = make_optimizer(args, trainable)
+                # HF Trainer (bf16=True) runs forward and loss under autocast: full AMP with fp32
+                # weights (--precision mixed --mode full), PEFT's fp32 adapters over a 16-bit base
+                # (--precision mixed, lora/qlora). pure: no autocast, as torchtune.
+                autocast = args.precision in ("mixed", "amp") and args.dtype != "fp32"
+                with torch.autocast("cuda", dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float16,
+                                    enabled=autocast):
+                    # Trainer.compute_loss keeps only the loss: the outputs (logits) are freed
+                    # before backward.
+                    loss = model(input_ids=tokens, labels=tokens).loss
+                phases["forward"] = torch.cuda.max_memory_allocated()
+                loss.backward()
+                phases["backward"] = torch.cuda.max_memory_allocated()
+                del loss
+                opt.step()
+                phases["optimizer_step"] = torch.cuda.max_memory_allocated()
+                opt.zero_grad(set_to_none=True)
+        except torch.cuda.OutOfMemoryError:
+            oom = True
         torch.cuda.synchronize()
-        measured = {"allocated_bytes": torch.cuda.max_memory_allocated(),
-                    "reserved_bytes": torch.cuda.max_memory_reserved(),
-                    "device_bytes": nvidia_smi_process_bytes(),
-                    "phase_bytes": phases}
+        measured = {"allocated_bytes": None if oom else torch.cuda.max_memory_allocated(),
+                    "reserved_bytes": None if oom else torch.cuda.max_memory_reserved(),
+                    "device_bytes": None if oom else nvidia_smi_process_bytes(),
+                    "phase_bytes": phases, "oom": oom,
+                    "capacity_bytes": torch.cuda.get_device_properties(0).total_memory}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -278,8 +375,10 @@ def run_one(args):
     return {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(0),
             "oomplan_gpu": gpu, "model": args.model, "layers": args.layers or None,
             "setup": {k: getattr(args, k) for k in ("mode", "seq", "batch", "dtype", "attn", "checkpointing",
-                                                     "precision", "optimizer", "lora_rank", "lora_targets")},
-            "versions": versions(), "measured": measured, "predicted": predicted,
+                                                     "use_reentrant", "precision", "optimizer", "lora_rank",
+                                                     "lora_targets", "prepare_kbit", "new_tokens")},
+            "config": cfg, "tolerance": 0.10 if args.mode == "infer" else 0.15,
+            "versions": versions_cache(), "measured": measured, "predicted": predicted,
             "error": {"allocated": err("allocated_bytes"), "reserved": err("reserved_bytes"),
                       "device": err("device_bytes")}}
 
@@ -300,9 +399,75 @@ SWEEP = [
 ]
 
 
+# The issue-12 matrix: what fits one H200 (141 GB). HF generate; HF-Trainer-style steps
+# (transformers' own loss, outputs dropped before backward, autocast for PEFT's fp32 adapters);
+# full / LoRA / QLoRA on Llama 3.2 1B, 3B and Llama 3.1 8B built from their config.json with
+# random weights; checkpointing none / full (reentrant, HF's default, and not); long context
+# under full checkpointing; eager vs SDPA. `--loss auto` picks oomplan's loss for the installed
+# transformers. Entries that run out of memory are kept as OOM verdicts.
+MATRIX = [
+    # HF generate: prompt + 64 new tokens.
+    ["llama-3.2-1b", "--mode", "infer", "--seq", "4096", "--new-tokens", "64"],
+    ["llama-3.1-8b", "--mode", "infer", "--seq", "8192", "--new-tokens", "64"],
+    ["llama-3.1-8b", "--mode", "infer", "--seq", "2048", "--batch", "8", "--new-tokens", "64"],
+    # Full fine-tuning, bf16 weights and AdamW states (a Trainer on a bf16-loaded model).
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--checkpointing", "none"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--checkpointing", "full"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--checkpointing", "full", "--use-reentrant", "false"],
+    ["llama-3.2-3b", "--mode", "full", "--seq", "4096", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "full", "--seq", "2048", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "full", "--seq", "4096", "--checkpointing", "full", "--optimizer", "adamw-8bit"],
+    # torch AMP: fp32 weights under autocast (a Trainer on a model loaded in fp32).
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--precision", "amp", "--checkpointing", "none"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--precision", "amp", "--checkpointing", "full"],
+    ["llama-3.2-3b", "--mode", "lora", "--seq", "4096", "--precision", "amp", "--checkpointing", "full"],
+    # LoRA through PEFT: fp32 adapters under autocast (mixed) and adapters in bf16 (pure).
+    ["llama-3.2-1b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "none"],
+    ["llama-3.2-3b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "none",
+     "--lora-targets", "qv"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "4096", "--precision", "pure", "--checkpointing", "full"],
+    # QLoRA: bitsandbytes NF4 + PEFT, with and without prepare_model_for_kbit_training.
+    ["llama-3.2-3b", "--mode", "qlora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "qlora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "qlora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "full",
+     "--prepare-kbit"],
+    # Long context under full checkpointing.
+    ["llama-3.2-1b", "--mode", "full", "--seq", "32768", "--checkpointing", "full"],
+    ["llama-3.2-3b", "--mode", "lora", "--seq", "32768", "--precision", "mixed", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "16384", "--precision", "mixed", "--checkpointing", "full"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "32768", "--precision", "mixed", "--checkpointing", "full"],
+    # Eager attention's s^2 scores against SDPA.
+    ["llama-3.2-1b", "--mode", "full", "--seq", "2048", "--attn", "eager", "--checkpointing", "none"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "2048", "--attn", "sdpa", "--checkpointing", "none"],
+]
+
+
+def run_list(entries, args, out, gpu):
+    """Runs each entry in its own process and rewrites `out` after each one."""
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    results = []
+    for entry in entries:
+        # One process per setup, so allocator state and peaks do not leak between runs.
+        cmd = [sys.executable, os.path.abspath(__file__)] + entry + ["--oomplan", args.oomplan, "--gpu", gpu]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            results.append({"args": entry, "failed": run.stderr[-2000:]})
+        else:
+            result = json.loads(run.stdout)
+            result["entry"] = entry
+            results.append(result)
+        with open(out, "w") as f:
+            json.dump({"schema": "oomplan.measured/1", "date": datetime.date.today().isoformat(),
+                       "gpu": gpu, "versions": versions_cache(), "results": results}, f, indent=1)
+        print(f"{' '.join(entry)}: {'failed' if run.returncode else 'ok'}", file=sys.stderr)
+    print(out)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    if not args.sweep:
+    if not args.sweep and not args.matrix:
         result = run_one(args)
         print(json.dumps(result, indent=1))
         if args.out:
@@ -316,20 +481,10 @@ def main(argv=None):
     gpu = args.gpu or guess_gpu(torch)
     out = args.sweep_out or os.path.join(REPO, "tests", "data", "measured",
                                          f"{datetime.date.today().isoformat()}-{gpu}.json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    results = []
-    for entry in SWEEP:
-        # One process per setup, so allocator state and peaks do not leak between runs.
-        cmd = [sys.executable, os.path.abspath(__file__)] + entry + ["--oomplan", args.oomplan, "--gpu", gpu]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            results.append({"args": entry, "failed": run.stderr[-2000:]})
-        else:
-            results.append(json.loads(run.stdout))
-        with open(out, "w") as f:
-            json.dump({"schema": "oomplan.measured/1", "results": results}, f, indent=1)
-        print(f"{' '.join(entry)}: {'failed' if run.returncode else 'ok'}", file=sys.stderr)
-    print(out)
+    entries = MATRIX if args.matrix else SWEEP
+    if args.only:
+        entries = [e for e in entries if args.only in " ".join(e)]
+    run_list(entries, args, out, gpu)
     return 0
 
 

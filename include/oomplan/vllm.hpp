@@ -1,0 +1,170 @@
+#pragma once
+
+// vLLM's behaviour by release, card and topology: which engine runs (V0 or
+// V1), the scheduler defaults, what its start-up profiler counts, the
+// non-torch memory of tensor parallelism (custom all-reduce, NCCL), the
+// CUDA-graph capture list and the hybrid (attention + state-space) KV pool.
+// Pure functions of plain values; memory_infer.cpp composes them. Each rule
+// names the vLLM source and the releases it holds for (the spec with the
+// sources is /work/notes/vllm12-spec.md, summarised in README's accuracy
+// section).
+
+#include "oomplan/dtype.hpp"
+#include "oomplan/gpu.hpp"
+#include "oomplan/model.hpp"
+#include "oomplan/units.hpp"
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomplan {
+
+// A vLLM release. `patch` k_vllm_any_patch stands for "the newest X.Y.Z"
+// (what "--vllm-version 0.6" means).
+struct VllmVersion {
+  int major = 0;
+  int minor = 19;
+  int patch = 0;
+  friend auto operator<=>(const VllmVersion&, const VllmVersion&) = default;
+};
+inline constexpr int k_vllm_any_patch = 99;
+
+// The release planned without --vllm-version: the newest one whose start-up
+// profile oomplan checked against logs (llm-d-planner's v0.19.0 sweep in
+// shared/validation).
+inline constexpr VllmVersion k_vllm_default_version{0, 19, 0};
+
+// "0.19", "0.6.5", "v0.8.5" -> version ("0.6" -> 0.6.99); nullopt when
+// unparsable.
+std::optional<VllmVersion> vllm_version_from_text(std::string_view text);
+// "0.19", "0.6.5", "0.6" (for patch k_vllm_any_patch).
+std::string vllm_version_text(VllmVersion version);
+
+enum class VllmEngine { v0, v1 };
+std::string_view vllm_engine_name(VllmEngine engine);  // "V0", "V1"
+
+// The engine a release runs for this model, card and precision, and why
+// (vllm/engine/arg_utils.py _is_v1_supported_oracle, 0.8 - 0.10; V0 alone
+// before 0.8, V1 alone from 0.11).
+struct VllmEngineChoice {
+  VllmEngine engine = VllmEngine::v1;
+  std::string reason;  // e.g. "compute capability 7.5 < 8.0 falls back to V0"
+};
+VllmEngineChoice vllm_engine(const Model& model, const Gpu& gpu,
+                             VllmVersion version, Dtype dtype, Dtype kv_dtype,
+                             Quant quant);
+
+// vLLM's default max_num_seqs for the OpenAI server (V0 256; V1 by release
+// and card, engine/arg_utils.py _set_default_args_v1 / get_batch_defaults).
+std::int64_t vllm_default_max_num_seqs(const Gpu& gpu, VllmVersion version,
+                                       VllmEngine engine);
+
+// vLLM's default max_num_batched_tokens: V0 one prompt of max_model_len (or
+// 512 / 2048-token chunks above 32k), V1 the per-card budget by release.
+std::int64_t vllm_default_batched_tokens(const Model& model, const Gpu& gpu,
+                                         VllmVersion version, VllmEngine engine,
+                                         std::int64_t max_model_len);
+
+// How the start-up profiler turns memory into the KV pool.
+enum class VllmProfiler {
+  free_diff,        // V0 <= 0.6.3: peak = free at init - free after the profile
+  with_context,     // V0 0.6.4, V1 0.7 - 0.9.0: non-torch = used - torch
+                    // allocated, the CUDA context included
+  allocated_delta,  // V0 0.6.5 - 0.6.6: the allocator's free blocks counted
+                    // as non-torch (#10511, fixed by #11809)
+  snapshot,         // V0 >= 0.7, V1 >= 0.9.1: MemorySnapshot at init_device
+};
+VllmProfiler vllm_profiler(VllmVersion version, VllmEngine engine);
+std::string_view vllm_profiler_name(VllmProfiler profiler);
+
+// From 0.21 the profile estimates the CUDA-graph pool and keeps it inside
+// gpu_util (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default).
+bool vllm_graphs_in_budget(VllmVersion version);
+
+// The CUDA context the with_context profilers count as non-torch: 0.51 GiB,
+// the memory in use at start-up in the v0.19 H100 logs ("Free memory on
+// device (78.68/79.19 GiB) on startup").
+inline constexpr double k_vllm_cuda_context_gib = 0.51;
+
+// Whether GPUs of a node reach each other peer-to-peer (--p2p).
+enum class P2p { automatic, on, off };
+std::string_view p2p_name(P2p p2p);
+std::vector<std::string_view> p2p_names();
+P2p p2p_from_name(std::string_view name);
+// --p2p auto: on when the card has NVLink and the tensor-parallel group fits
+// in one node of `gpus_per_node`; PCIe-only cards and groups across nodes
+// are planned without P2P (GeForce cards have it disabled; cloud VMs and
+// containers commonly fail vLLM's P2P test).
+bool resolve_p2p(P2p p2p, const Gpu& gpu, int tp, int gpus_per_node);
+
+// What tensor and pipeline parallelism put on one worker's GPU outside
+// torch: buffers allocated while the distributed environment starts
+// (init_worker_distributed_environment: NCCL communicators, their warm-up,
+// custom all-reduce) and buffers NCCL connects during the profile run.
+struct VllmComm {
+  bool custom_all_reduce = false;
+  Bytes custom_all_reduce_bytes = 0;
+  int nccl_channels = 0;         // NCCL channels whose buffers sit on the GPU
+  Bytes nccl_init_bytes = 0;     // at communicator init and warm-up
+  Bytes nccl_profile_bytes = 0;  // connected by the profile's collectives
+  Bytes init_bytes() const { return custom_all_reduce_bytes + nccl_init_bytes; }
+};
+// `tp` x `pp` workers, `gpus_per_node` per node, `p2p` resolved.
+VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp, int pp,
+                   int gpus_per_node, bool p2p);
+
+// From 0.11 (#25359) V1 takes its baseline snapshot after the distributed
+// environment is up: what it allocated is no longer non-torch memory, and
+// the start-up free-memory check sees less free memory instead.
+bool vllm_snapshot_after_distributed_init(VllmVersion version,
+                                          VllmEngine engine);
+
+// The non-torch memory one worker reports (the base part: modules and
+// handles loaded after the baseline; plus the CUDA context for the
+// with_context profilers), without vllm_comm().
+Bytes vllm_non_torch_base(VllmVersion version, VllmEngine engine, bool samples);
+
+// CUDA-graph capture: the mode and the batch sizes captured.
+enum class VllmGraphMode { none, full, piecewise, full_and_piecewise };
+std::string_view vllm_graph_mode_name(VllmGraphMode mode);  // "PIECEWISE", ...
+VllmGraphMode vllm_graph_mode(VllmVersion version, VllmEngine engine,
+                              bool enforce_eager);
+// Ascending capture sizes (vllm/config.py _set_cudagraph_sizes,
+// config/compilation.py; V0 worker/model_runner.py _BATCH_SIZES_TO_CAPTURE).
+std::vector<std::int64_t> vllm_capture_sizes(
+    VllmVersion version, VllmEngine engine, std::int64_t max_num_seqs,
+    std::int64_t max_num_batched_tokens);
+// Graphs captured: one per size, twice under FULL_AND_PIECEWISE (uniform
+// decode batches up to max_num_seqs get a full graph as well).
+std::int64_t vllm_graph_count(VllmGraphMode mode,
+                              const std::vector<std::int64_t>& sizes,
+                              std::int64_t max_num_seqs);
+
+// V1's pool for a model that mixes attention layers with state-space
+// (mamba, gated delta net) layers, on one worker
+// (model_executor/models/config.py HybridAttentionMambaModelConfig,
+// v1/core/kv_cache_utils.py). Inputs per worker.
+struct VllmHybridLayers {
+  std::int64_t attention_layers = 0;
+  std::int64_t state_layers = 0;
+  Bytes attention_bytes_per_token = 0;  // one attention layer, K and V
+  Bytes state_bytes = 0;  // one state layer, one sequence (conv + ssm state)
+};
+struct VllmHybridPool {
+  std::int64_t block_size = 16;  // attention tokens per block
+  Bytes page_bytes = 0;          // one layer's page (state padded to it)
+  std::int64_t group_size = 0;   // layers per KV cache group
+  std::int64_t groups = 0;
+  std::int64_t blocks = 0;              // blocks per group
+  std::int64_t tokens = 0;              // "GPU KV cache size" tokens
+  std::int64_t blocks_per_request = 0;  // one request of max_model_len
+  double max_concurrency = 0;
+};
+VllmHybridPool vllm_hybrid_pool(const VllmHybridLayers& layers, Bytes available,
+                                std::int64_t max_model_len);
+
+}  // namespace oomplan

@@ -1,0 +1,133 @@
+#pragma once
+
+// What the commands share: the option-table binding, the output options,
+// catalog and model loading, and the Command seam each subcommand registers
+// through (cmd_*.cpp). Nothing here computes a number: the commands call the
+// plan pipeline (oomplan/plan.hpp) and the renderers.
+
+#include "cli/cli.hpp"
+
+#include "oomplan/catalog.hpp"
+#include "oomplan/options.hpp"
+#include "oomplan/setup.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace oomplan::cli {
+
+// The setup options as typed, one text (or flag) per option-table row; the
+// rows parse them once CLI11 has matched the command line.
+struct SetupOptions {
+  std::vector<std::string> texts =
+      std::vector<std::string>(option_rows().size());
+  std::vector<char> flags = std::vector<char>(option_rows().size(), 0);
+  std::vector<CLI::Option*> bound =
+      std::vector<CLI::Option*>(option_rows().size(), nullptr);
+};
+
+enum class Format { text, json, markdown, svg };
+
+struct OutputOptions {
+  bool json = false;
+  std::string format = "text";
+  std::string color = "auto";
+  std::string catalog_dir;
+  std::string svg_file;  // --svg FILE (plan and fit)
+};
+
+// What a command leaves for run() to do once it has succeeded: stdout, the
+// warning lines for stderr, and files to write (--svg) or append to
+// ($GITHUB_STEP_SUMMARY). Nothing is written when the command fails.
+struct Runtime {
+  const Environment& env;
+  std::string out;
+  std::vector<std::string> warnings;
+  struct FileOut {
+    std::filesystem::path path;
+    std::string text;
+    bool append = false;
+  };
+  std::vector<FileOut> files;
+};
+
+// One registered subcommand: its CLI11 app and what runs when it was parsed.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int(Runtime&)> run;
+};
+using Commands = std::vector<Command>;
+
+// Each file registers its subcommands (the options live in the closure).
+void add_plan_commands(CLI::App& root, Commands& commands);  // plan fit models
+                                                             // gpus
+void add_check_command(CLI::App& root, Commands& commands);
+void add_diagnose_command(CLI::App& root, Commands& commands);
+
+// --- Options.
+
+// One CLI11 option per row of the option table, in its help group.
+void add_setup_options(CLI::App& app, SetupOptions& o);
+// The setup the command line asks for: each given option parsed by its row.
+Setup read_setup(const SetupOptions& o);
+// The setup options given on the command line, as (flag, value) in table
+// order ("" for a flag), for callers that layer them over a file's options.
+std::vector<std::pair<std::string, std::string>> given_setup_options(
+    const SetupOptions& o);
+
+struct OutputChoices {
+  bool svg = false;     // --format svg and --svg FILE
+  bool catalog = true;  // --catalog DIR
+};
+// --json, --format, --color, --catalog (and --svg).
+void add_output_options(CLI::App& app, OutputOptions& o,
+                        OutputChoices choices = {});
+Format output_format(const OutputOptions& o, const CLI::App& app);
+// --color auto|always|never; auto: standard output is a terminal, NO_COLOR
+// is unset or empty (no-color.org) and TERM is not "dumb".
+bool use_color(const OutputOptions& o, const Environment& env);
+
+// Renders one result in the --format asked for; only that one is built.
+// `svg` is used for Format::svg and for --svg FILE.
+template <typename Text, typename Json, typename Markdown, typename Svg>
+void render_into(Runtime& rt, const OutputOptions& o, Format format, Text text,
+                 Json json, Markdown markdown, Svg svg) {
+  switch (format) {
+    case Format::json:
+      rt.out = json();
+      break;
+    case Format::markdown:
+      rt.out = markdown();
+      break;
+    case Format::svg:
+      rt.out = svg();
+      break;
+    case Format::text:
+      rt.out = text();
+      break;
+  }
+  if (!o.svg_file.empty()) {
+    rt.files.push_back({o.svg_file, format == Format::svg ? rt.out : svg()});
+  }
+}
+
+// --- Files: the CLI is the only place that reads them.
+
+// The built-in catalog merged with --catalog DIR's *.json files (sorted).
+Catalog load_catalog(const std::string& dir, Runtime& rt);
+
+// MODEL is a catalog name, alias or HF id, or a path to a config.json or to a
+// folder holding one (checked first: a local path wins over a catalog name).
+struct LoadedModel {
+  Model imported;
+  const Model* model = nullptr;
+};
+void load_model(const Catalog& catalog, const std::string& arg,
+                LoadedModel& loaded);
+
+}  // namespace oomplan::cli

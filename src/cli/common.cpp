@@ -1,0 +1,227 @@
+#include "cli/cli_internal.hpp"
+#include "cli/io.hpp"
+
+#include "oomplan/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <system_error>
+
+namespace oomplan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string join_choices(const std::vector<std::string_view>& names) {
+  std::string out = "{";
+  for (const auto name : names) {
+    out += out.size() > 1 ? "," : "";
+    out += name;
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+// --- Binding options to CLI11: one option per row of the table, in its
+// help group. `--gpus` is each command's own (a card for plan, a list for fit).
+
+void add_setup_options(CLI::App& app, SetupOptions& o) {
+  const auto rows = option_rows();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const OptionRow& row = rows[i];
+    if (row.flag.empty() || row.parse == nullptr) {
+      continue;
+    }
+    const std::string flag(row.flag);
+    const std::string help(row.help);
+    CLI::Option* option = nullptr;
+    if (row.value_name.empty()) {
+      option = app.add_flag(flag, o.flags[i], help);
+    } else {
+      option = app.add_option(flag, o.texts[i], help);
+      option->type_name(row.choices != nullptr ? join_choices(row.choices())
+                                               : std::string(row.value_name));
+      if (!row.default_text.empty()) {
+        option->default_str(std::string(row.default_text));
+      }
+    }
+    option->group(std::string(option_group_name(row.group)));
+    o.bound[i] = option;
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> given_setup_options(
+    const SetupOptions& o) {
+  std::vector<std::pair<std::string, std::string>> given;
+  const auto rows = option_rows();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const CLI::Option* option = o.bound[i];
+    if (option == nullptr || option->count() == 0) {
+      continue;
+    }
+    const bool flag = rows[i].value_name.empty();
+    given.emplace_back(
+        std::string(rows[i].flag),
+        flag ? std::string(o.flags[i] != 0 ? "" : "false") : o.texts[i]);
+  }
+  return given;
+}
+
+Setup read_setup(const SetupOptions& o) {
+  Setup setup;
+  for (const auto& [flag, value] : given_setup_options(o)) {
+    apply_option(setup, flag, value);
+  }
+  return setup;
+}
+
+void add_output_options(CLI::App& app, OutputOptions& o,
+                        OutputChoices choices) {
+  std::vector<std::string> formats = {"text", "json", "markdown"};
+  if (choices.svg) {
+    formats.emplace_back("svg");
+  }
+  const std::vector<std::string> colors = {"auto", "always", "never"};
+  app.add_flag("--json", o.json, "same as --format json")->group("Output");
+  app.add_option("--format", o.format, "what to print")
+      ->type_name(join_choices({formats.begin(), formats.end()}))
+      ->check(CLI::IsMember(formats).description(""))
+      ->capture_default_str()
+      ->group("Output");
+  app.add_option("--color", o.color,
+                 "colour in the text report: auto (a terminal, NO_COLOR unset "
+                 "or empty, TERM not dumb), always or never")
+      ->type_name(join_choices({colors.begin(), colors.end()}))
+      ->check(CLI::IsMember(colors).description(""))
+      ->capture_default_str()
+      ->group("Output");
+  if (choices.svg) {
+    app.add_option("--svg", o.svg_file,
+                   "also write the picture (--format svg) to FILE")
+        ->type_name("FILE")
+        ->group("Output");
+  }
+  if (choices.catalog) {
+    app.add_option("--catalog", o.catalog_dir,
+                   "folder of extra models/GPUs JSON, overriding by name")
+        ->type_name("DIR")
+        ->group("Output");
+  }
+}
+
+Format output_format(const OutputOptions& o, const CLI::App& app) {
+  if (o.json) {
+    if (app.count("--format") > 0 && o.format != "json") {
+      throw Error(fmt::format(
+          "--json and --format {} contradict; keep one of them", o.format));
+    }
+    return Format::json;
+  }
+  if (o.format == "json") {
+    return Format::json;
+  }
+  if (o.format == "markdown") {
+    return Format::markdown;
+  }
+  if (o.format == "svg") {
+    return Format::svg;
+  }
+  return Format::text;
+}
+
+bool use_color(const OutputOptions& o, const Environment& env) {
+  if (o.color == "always") {
+    return true;
+  }
+  if (o.color == "never") {
+    return false;
+  }
+  const bool no_color = env.no_color.has_value() && !env.no_color->empty();
+  const bool dumb = env.term.has_value() && *env.term == "dumb";
+  return env.out_is_terminal && !no_color && !dumb;
+}
+
+// --- Files.
+
+Catalog load_catalog(const std::string& dir, Runtime& rt) {
+  Catalog catalog = builtin_catalog();
+  if (dir.empty()) {
+    return catalog;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw Error(fmt::format(
+        "--catalog '{}' is not a folder; give a folder of *.json files", dir));
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json") {
+      files.push_back(entry.path());
+    }
+  }
+  if (ec) {
+    throw Error(
+        fmt::format("cannot list --catalog '{}': {}", dir, ec.message()));
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> origins;
+  std::vector<std::string> texts;
+  origins.reserve(files.size());
+  texts.reserve(files.size());
+  for (const auto& file : files) {
+    origins.push_back(file.string());
+    texts.push_back(read_input_file(file, "catalog file"));
+  }
+  std::vector<CatalogFile> extra;  // views into origins and texts
+  extra.reserve(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    extra.push_back({origins[i], texts[i]});
+  }
+  // Overrides merge field by field; the same id in two files is an Error
+  // naming both; shadowing a built-in name or alias is a warning.
+  for (std::string& warning : merge_catalog_files(catalog, extra)) {
+    rt.warnings.push_back(std::move(warning));
+  }
+  return catalog;
+}
+
+void load_model(const Catalog& catalog, const std::string& arg,
+                LoadedModel& loaded) {
+  std::error_code ec;
+  const fs::path path(arg);
+  if (fs::exists(path, ec)) {
+    fs::path config = path;
+    fs::path folder = path.parent_path();
+    if (fs::is_directory(path, ec)) {
+      config = path / "config.json";
+      folder = path;
+      if (!fs::exists(config, ec)) {
+        throw Error(fmt::format(
+            "'{}' is a folder without config.json; give a Hugging Face model "
+            "folder or a catalog name (see oomplan models)",
+            arg));
+      }
+    }
+    const std::string config_text = read_input_file(config, "config.json");
+    const fs::path index_path = folder / "model.safetensors.index.json";
+    std::optional<std::string> index_text;
+    if (fs::exists(index_path, ec)) {
+      index_text = read_input_file(index_path, "model.safetensors.index.json");
+    }
+    loaded.imported = index_text
+                          ? import_hf_config(config_text, config.string(),
+                                             std::string_view(*index_text))
+                          : import_hf_config(config_text, config.string());
+    loaded.model = &loaded.imported;
+    return;
+  }
+  if (path.extension() == ".json") {
+    throw Error(fmt::format("no such file '{}'", arg));
+  }
+  loaded.model = &find_model(catalog, arg);
+}
+
+}  // namespace oomplan::cli
