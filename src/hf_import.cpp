@@ -345,12 +345,26 @@ std::int64_t dt_rank(const Config& c, std::string_view key,
 
 // layer_types ["linear_attention", "full_attention", ...] (Qwen3NextConfig),
 // or nullopt when the config has none.
+// num_hidden_layers checked before a per-layer list is built from it (the
+// list is built while reading, before check_model() sees the model): a
+// count of 2^32 would otherwise allocate gigabytes first.
+std::size_t layer_slots(const Config& c, std::int64_t layers) {
+  if (layers < 1 || layers > k_max_layers) {
+    c.fail("num_hidden_layers",
+           layers < 1 ? fmt::format("must be positive, but is {}", layers)
+                      : fmt::format("must be from 1 to {}, but is {}",
+                                    k_max_layers, layers));
+  }
+  return static_cast<std::size_t>(layers);
+}
+
 std::optional<std::vector<LayerKind>> mixer_layer_types(const Config& c,
                                                         std::int64_t layers) {
   const json* types = c.find({"layer_types"});
   if (types == nullptr) {
     return std::nullopt;
   }
+  layer_slots(c, layers);
   if (!types->is_array() ||
       static_cast<std::int64_t>(types->size()) != layers) {
     c.fail("layer_types",
@@ -1095,6 +1109,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       } else {
         const std::int64_t interval =
             std::max<std::int64_t>(1, root.get({"full_attention_interval"}, 4));
+        m.layer_types.reserve(layer_slots(root, m.num_layers));
         for (std::int64_t i = 0; i < m.num_layers; ++i) {
           m.layer_types.push_back((i + 1) % interval == 0
                                       ? LayerKind::attention
@@ -1119,8 +1134,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
         m.ssm_state_size = root.get({"state_size"}, 16);
         m.ssm_dt_rank = dt_rank(root, "time_step_rank", m.hidden_size);
         m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
-        m.layer_types.assign(static_cast<std::size_t>(m.num_layers),
-                             LayerKind::mamba);
+        m.layer_types.assign(layer_slots(root, m.num_layers), LayerKind::mamba);
       } else {
         m.ssm_inner_size = root.get({"expand"}, 2) * m.hidden_size;
         m.ssm_state_size = root.get({"state_size"}, 128);
@@ -1129,7 +1143,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
         m.ssm_groups = root.get({"n_groups"}, 8);
         m.ssm_gated_norm = root.flag("rms_norm", true);
         m.tie_word_embeddings = root.flag("tie_word_embeddings", false);
-        m.layer_types.assign(static_cast<std::size_t>(m.num_layers),
+        m.layer_types.assign(layer_slots(root, m.num_layers),
                              LayerKind::mamba2);
       }
     } else if (type == "jamba") {
@@ -1142,6 +1156,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       const std::int64_t attn_period =
           std::max<std::int64_t>(1, root.get({"attn_layer_period"}, 8));
       const std::int64_t attn_offset = root.get({"attn_layer_offset"}, 4);
+      m.layer_types.reserve(layer_slots(root, m.num_layers));
       for (std::int64_t i = 0; i < m.num_layers; ++i) {
         m.layer_types.push_back(i % attn_period == attn_offset
                                     ? LayerKind::attention
@@ -1193,7 +1208,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
                   "out_proj (projectors_bias) is not supported");
       }
       m.ssm_gated_norm = root.flag("mamba_rms_norm", false);
-      m.layer_types.assign(static_cast<std::size_t>(m.num_layers),
+      m.layer_types.assign(layer_slots(root, m.num_layers),
                            LayerKind::attention_mamba2);
     } else {
       root.fail(

@@ -462,6 +462,20 @@ TEST_CASE("hf: layer counts are bounded before any per-layer work", "[hf]") {
                       }) ==
         "hf/gemma-3-4b-it/config.json: text_config.num_hidden_layers: must be "
         "from 1 to 4096, but is 2800000");
+  // Fuzzing: the hybrids build their layer-type list while reading; a Jamba
+  // config with 2^32 layers allocated 2 GiB before check_model() ran.
+  for (const char* type :
+       {"jamba", "mamba", "mamba2", "falcon_h1", "qwen3_next"}) {
+    INFO(type);
+    const std::string text = std::string(R"({"model_type": ")") + type +
+                             R"(", "hidden_size": 64, "intermediate_size": 128,
+          "num_hidden_layers": 4294967296, "num_attention_heads": 4,
+          "num_key_value_heads": 4, "vocab_size": 256, "num_experts": 4,
+          "num_experts_per_tok": 2, "moe_intermediate_size": 32})";
+    CHECK(import_error(text) ==
+          "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
+          "4294967296");
+  }
   const std::chrono::duration<double> took =
       std::chrono::steady_clock::now() - start;
   CHECK(took.count() < 0.5);
