@@ -402,7 +402,7 @@ void read_qwen_sparse(const Config& c, Model& m) {
                                           "but is {}",
                                           Config::shown(*dense)));
   }
-  std::vector<bool> seen(static_cast<std::size_t>(m.num_layers), false);
+  std::vector<bool> seen(layer_slots(c, m.num_layers), false);
   for (const auto& item : *dense) {
     if (!item.is_number_integer() || item.get<std::int64_t>() < 0 ||
         item.get<std::int64_t>() >= m.num_layers ||

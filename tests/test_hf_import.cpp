@@ -462,20 +462,29 @@ TEST_CASE("hf: layer counts are bounded before any per-layer work", "[hf]") {
                       }) ==
         "hf/gemma-3-4b-it/config.json: text_config.num_hidden_layers: must be "
         "from 1 to 4096, but is 2800000");
-  // Fuzzing: the hybrids build their layer-type list while reading; a Jamba
-  // config with 2^32 layers allocated 2 GiB before check_model() ran.
+  // Fuzzing: the hybrids build their layer-type list while reading (a Jamba
+  // config with 2^32 layers allocated 2 GiB before check_model() ran), and
+  // mlp_only_layers a table of the layers (2^53 of them: 2^50 bytes).
   for (const char* type :
-       {"jamba", "mamba", "mamba2", "falcon_h1", "qwen3_next"}) {
+       {"jamba", "mamba", "mamba2", "falcon_h1", "qwen3_next", "qwen3_moe"}) {
     INFO(type);
     const std::string text = std::string(R"({"model_type": ")") + type +
                              R"(", "hidden_size": 64, "intermediate_size": 128,
           "num_hidden_layers": 4294967296, "num_attention_heads": 4,
           "num_key_value_heads": 4, "vocab_size": 256, "num_experts": 4,
-          "num_experts_per_tok": 2, "moe_intermediate_size": 32})";
+          "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+          "mlp_only_layers": []})";
     CHECK(import_error(text) ==
           "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
           "4294967296");
   }
+  CHECK(import_error(R"({"model_type": "qwen3_moe", "hidden_size": 64,
+          "intermediate_size": 128, "num_hidden_layers": 9007199254740992,
+          "num_attention_heads": 4, "num_key_value_heads": 4,
+          "vocab_size": 256, "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "mlp_only_layers": []})") ==
+        "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
+        "9007199254740992");
   const std::chrono::duration<double> took =
       std::chrono::steady_clock::now() - start;
   CHECK(took.count() < 0.5);
