@@ -6,6 +6,7 @@
 #include "launch_internal.hpp"
 
 #include "oomplan/error.hpp"
+#include "oomplan/options.hpp"
 
 #include <fmt/format.h>
 
@@ -119,34 +120,6 @@ std::vector<FrameworkRow> frameworks() {
           row("torchtune", k_torchtune_defaults),
           row("llama-factory", k_llama_factory_defaults)};
 }
-
-// DESIGN §2 options a plans file may hold (name without the dashes), and
-// whether each is a switch.
-struct PlanKey {
-  std::string_view name;
-  bool is_switch;
-};
-// clang-format off
-constexpr std::array k_plan_keys = {
-    PlanKey{"gpus", false}, PlanKey{"nodes", false}, PlanKey{"mode", false},
-    PlanKey{"engine", false}, PlanKey{"seq", false}, PlanKey{"batch", false},
-    PlanKey{"dtype", false}, PlanKey{"quant", false}, PlanKey{"kv-dtype", false},
-    PlanKey{"tp", false}, PlanKey{"pp", false}, PlanKey{"split", false},
-    PlanKey{"sequence-parallel", true}, PlanKey{"zero", false},
-    PlanKey{"fsdp", true}, PlanKey{"offload", false},
-    PlanKey{"checkpointing", false}, PlanKey{"attn", false},
-    PlanKey{"precision", false}, PlanKey{"optimizer", false},
-    PlanKey{"compile", true}, PlanKey{"lora-rank", false},
-    PlanKey{"lora-targets", false}, PlanKey{"optimizer-in-bwd", true},
-    PlanKey{"loss", false}, PlanKey{"activation-offload", true},
-    PlanKey{"grad-accum", false}, PlanKey{"gpu-util", false},
-    PlanKey{"max-num-batched-tokens", false}, PlanKey{"enforce-eager", true},
-    PlanKey{"vllm-version", false}, PlanKey{"max-model-len", false},
-    PlanKey{"max-num-seqs", false}, PlanKey{"overhead-gib", false},
-    PlanKey{"reserve", false}, PlanKey{"price", false},
-    PlanKey{"host-ram", false}, PlanKey{"min-headroom", false},
-};
-// clang-format on
 
 std::string_view trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -539,14 +512,13 @@ std::vector<LaunchPlan> read_plans(const Json& doc, const std::string& origin) {
         plan.framework = value;
         continue;
       }
-      const auto it =
-          std::find_if(k_plan_keys.begin(), k_plan_keys.end(),
-                       [&](const PlanKey& k) { return k.name == name; });
-      if (it == k_plan_keys.end()) {
+      // Any option of the table (options.hpp), by its flag without dashes.
+      const OptionRow* row = oomplan::find_option(fmt::format("--{}", name));
+      if (row == nullptr || row->flag.empty()) {
         plan.unknown_keys.push_back(key);
         continue;
       }
-      if (it->is_switch) {
+      if (row->value_name.empty()) {
         if (!v.is_boolean()) {
           throw Error(fmt::format("{}: {}: expected true or false, got {}",
                                   where, key, echo_json(v)));

@@ -98,8 +98,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   // vLLM: the engine the release runs for this model, card and precision,
   // then its scheduler defaults (vllm.hpp).
   r.vllm_engine =
-      vllm_engine(model, gpu, r.vllm_release, r.dtype, r.kv_dtype, r.quant)
-          .engine;
+      vllm_engine_of(model, gpu, r.vllm_release, r.dtype, r.kv_dtype, r.quant);
   r.max_num_seqs = s.max_num_seqs.value_or(
       vllm_default_max_num_seqs(gpu, r.vllm_release, r.vllm_engine));
   r.max_num_batched_tokens =

@@ -504,6 +504,31 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
   return put.out;
 }
 
+Json fix_json(const Plan& plan, const Fix& fix) {
+  Json launch = Json::array();
+  for (const LaunchBlock& block : fix.launch) {
+    launch.push_back({{"framework", block.framework}, {"text", block.text}});
+  }
+  return {{"rank", fix.rank},
+          {"id", fix.id},
+          {"title", fix.title},
+          {"group", fix_group_name(fix.group)},
+          {"args", fix_args(plan, fix)},
+          {"argv", fix_argv(plan, fix)},
+          {"total_bytes", fix.total_bytes},
+          {"fits", fix.fits},
+          {"saves_bytes", fix.saves_bytes},
+          {"step_factor", fix.step_factor},
+          {"host_bytes", fix.host_bytes},
+          {"host_capacity_bytes", fix.host_capacity_bytes
+                                      ? Json(*fix.host_capacity_bytes)
+                                      : Json(nullptr)},
+          {"risk", risk_name(fix.risk)},
+          {"cost", fix.cost},
+          {"launch", launch},
+          {"engine_flags", launch_line(fix)}};
+}
+
 std::string render_json(const Plan& plan) {
   const Budget& b = plan.budget;
   const Resolved& s = plan.setup;
@@ -535,28 +560,7 @@ std::string render_json(const Plan& plan) {
 
   Json fixes = Json::array();
   for (const Fix& fix : plan.fixes) {
-    Json launch = Json::array();
-    for (const LaunchBlock& block : fix.launch) {
-      launch.push_back({{"framework", block.framework}, {"text", block.text}});
-    }
-    fixes.push_back({{"rank", fix.rank},
-                     {"id", fix.id},
-                     {"title", fix.title},
-                     {"group", fix_group_name(fix.group)},
-                     {"args", fix_args(plan, fix)},
-                     {"argv", fix_argv(plan, fix)},
-                     {"total_bytes", fix.total_bytes},
-                     {"fits", fix.fits},
-                     {"saves_bytes", fix.saves_bytes},
-                     {"step_factor", fix.step_factor},
-                     {"host_bytes", fix.host_bytes},
-                     {"host_capacity_bytes",
-                      fix.host_capacity_bytes ? Json(*fix.host_capacity_bytes)
-                                              : Json(nullptr)},
-                     {"risk", risk_name(fix.risk)},
-                     {"cost", fix.cost},
-                     {"launch", launch},
-                     {"engine_flags", launch_line(fix)}});
+    fixes.push_back(fix_json(plan, fix));
   }
   doc["fixes"] = fixes;
   doc["peak"] = {{"allocated_bytes", b.peak.allocated_bytes},

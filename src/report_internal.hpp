@@ -4,6 +4,7 @@
 
 #include "oomplan/gpu.hpp"
 #include "oomplan/model.hpp"
+#include "oomplan/plan.hpp"
 #include "oomplan/setup.hpp"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,10 @@ std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
 // The JSON `setup` object: every row's resolved value under its key.
 nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,
                                   const Setup& request, const Resolved& setup);
+
+// One entry of the JSON `fixes` array (oomplan.plan/1); `check` prints the
+// first as `first_fix`.
+nlohmann::ordered_json fix_json(const Plan& plan, const Fix& fix);
 
 // The settings that tell `oomplan fit` plans apart: "tp 2 pp 1 dp 4, ZeRO-3,
 // micro-batch 1, full checkpointing".

@@ -8,14 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <queue>
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_map>
-#include <unordered_set>
 
 // The search. Invariants:
 // - every setup it returns was priced by the plan pipeline (price()) on the
@@ -71,7 +70,7 @@ constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
 constexpr double k_expandable_reserve = 0.02;
 // A search gives up after pricing this many candidates on one card and
 // count (a 70B training search finds its answer within a few hundred).
-constexpr std::int64_t k_max_priced = 1500;
+constexpr std::int64_t k_max_priced = 600;
 // The fitting setups a search's walk compares on their exact time, and the
 // frugal seeds (the cheapest layouts) it descends first.
 constexpr int k_candidates = 4;
@@ -152,7 +151,8 @@ struct Searcher::Dim {
     double factor = 1;
   };
   std::vector<Level> levels;
-  std::size_t frugal = 0;  // the level that saves the most memory
+  std::size_t frugal = 0;              // the level that saves the most memory
+  KnobScope scope = KnobScope::plain;  // the search scope that adds it
 };
 
 namespace {
@@ -164,17 +164,19 @@ std::string dtype_text(Dtype d) {
 }  // namespace
 
 Searcher::Searcher(const Model& model, const Setup& base,
-                   const SearchScope& scope)
-    : m_model(model), m_base(base), m_scope(scope) {}
+                   const SearchScope& scope, std::optional<KnobScope> required)
+    : m_model(model), m_base(base), m_scope(scope), m_required(required) {}
 
 std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                                           const Setup& start) const {
   const Model& m = m_model;
   const Resolved r = resolve(m, gpu, start);
   std::vector<Dim> out;
-  auto add = [&out](std::vector<Dim::Level> levels, std::size_t frugal) {
+  auto add = [&out](std::vector<Dim::Level> levels, std::size_t frugal,
+                    KnobScope scope = KnobScope::plain) {
     if (!levels.empty()) {
       Dim d;
+      d.scope = scope;
       d.levels.push_back({});
       for (auto& l : levels) {
         d.levels.push_back(std::move(l));
@@ -295,7 +297,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                                : Optimizer::paged_adamw_8bit;
       add({one("optimizer-8bit", "8-bit AdamW states (bitsandbytes)", Risk::low,
                [to](Setup& s) { s.optimizer = to; })},
-          0);
+          0, KnobScope::quantize);
     }
     if (m_scope.quantize && r.precision == Precision::mixed &&
         r.dtype != Dtype::fp32) {
@@ -303,7 +305,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                fmt::format("pure {} training (no fp32 master weights)",
                            dtype_text(r.dtype)),
                Risk::low, [](Setup& s) { s.precision = Precision::pure; })},
-          0);
+          0, KnobScope::quantize);
     }
     if (m_scope.offload) {
       std::vector<Dim::Level> offload;
@@ -323,7 +325,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                               Risk::none,
                               [](Setup& s) { s.offload = Offload::all; }));
       }
-      add(std::move(offload), offload.size() - 1);
+      add(std::move(offload), offload.size() - 1, KnobScope::offload);
       if (!r.activation_offload) {
         // torchtune offloads the checkpointed layer inputs on a side stream
         // and recommends it only with checkpointing on
@@ -331,7 +333,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
         add({one("activation-offload",
                  "checkpointed layer inputs in CPU RAM (overlapped)",
                  Risk::none, [](Setup& s) { s.activation_offload = true; })},
-            0);
+            0, KnobScope::offload);
       }
     }
     if (!r.sequence_parallel && r.gpus > 1) {
@@ -378,7 +380,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                  : fmt::format("{} weights", quant_name(q)),
             four ? Risk::moderate : Risk::low, [q](Setup& s) { s.quant = q; }));
       }
-      add(std::move(formats), formats.size() - 1);
+      add(std::move(formats), formats.size() - 1, KnobScope::quantize);
     }
     if (vllm) {
       std::vector<double> utils(k_gpu_utils.begin(), k_gpu_utils.end());
@@ -402,7 +404,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
           gpu.compute_capability >= k_cc_ampere) {
         add({one("fp8-kv-cache", "fp8 KV cache (half the bytes per token)",
                  Risk::low, [](Setup& s) { s.kv_dtype = Dtype::fp8; })},
-            0);
+            0, KnobScope::quantize);
       }
       if (!r.enforce_eager) {
         add({one("enforce-eager", "no CUDA graphs (--enforce-eager)",
@@ -434,7 +436,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
       add({one("cpu-offload",
                "weights in CPU RAM, streamed to the GPU every step", Risk::none,
                [](Setup& s) { s.offload = Offload::params; })},
-          0);
+          0, KnobScope::offload);
     }
   }
 
@@ -473,25 +475,116 @@ namespace {
 constexpr std::size_t k_max_knobs = 24;
 using Levels = std::array<std::uint8_t, k_max_knobs>;
 
-struct LevelsHash {
-  std::size_t operator()(const Levels& l) const {
-    // FNV-1a over the bytes.
-    std::uint64_t h = 1469598103934665603ULL;
-    for (const std::uint8_t b : l) {
-      h = (h ^ b) * 1099511628211ULL;
+// A table keyed by Levels: open addressing with linear probing in a
+// power-of-two array (the walk inserts hundreds of thousands of points; a
+// node per entry would cost more than the lookups).
+template <typename Value>
+class LevelsTable {
+ public:
+  // The value at `key`, or nullptr.
+  const Value* find(const Levels& key) const {
+    if (m_slots.empty()) {
+      return nullptr;
     }
+    for (std::size_t i = hash(key) & mask();; i = (i + 1) & mask()) {
+      const Slot& slot = m_slots[i];
+      if (!slot.used) {
+        return nullptr;
+      }
+      if (same(slot.key, key)) {
+        return &slot.value;
+      }
+    }
+  }
+
+  // Inserts `value` at `key` unless the key is there; true when inserted.
+  bool insert(const Levels& key, const Value& value) {
+    if ((m_size + 1) * 2 > m_slots.size()) {
+      grow();
+    }
+    for (std::size_t i = hash(key) & mask();; i = (i + 1) & mask()) {
+      Slot& slot = m_slots[i];
+      if (!slot.used) {
+        slot = Slot{key, value, true};
+        ++m_size;
+        return true;
+      }
+      if (same(slot.key, key)) {
+        return false;
+      }
+    }
+  }
+
+  void clear() {
+    m_slots.clear();
+    m_size = 0;
+  }
+
+ private:
+  struct Slot {
+    Levels key{};
+    Value value{};
+    bool used = false;
+  };
+
+  static bool same(const Levels& a, const Levels& b) {
+    std::uint64_t x[3];
+    std::uint64_t y[3];
+    std::memcpy(x, a.data(), sizeof(x));
+    std::memcpy(y, b.data(), sizeof(y));
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2])) == 0;
+  }
+  static std::size_t hash(const Levels& key) {
+    // The 24 levels as three words, mixed (splitmix64's finaliser).
+    std::uint64_t w[3];
+    static_assert(sizeof(w) == sizeof(Levels));
+    std::memcpy(w, key.data(), sizeof(w));
+    std::uint64_t h =
+        w[0] ^ (w[1] * 0x9E3779B97F4A7C15ULL) ^ (w[2] * 0xC2B2AE3D27D4EB4FULL);
+    h ^= h >> 30;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 27;
+    h *= 0x94D049BB133111EBULL;
+    h ^= h >> 31;
     return static_cast<std::size_t>(h);
   }
+  std::size_t mask() const { return m_slots.size() - 1; }
+  void grow() {
+    std::vector<Slot> old = std::move(m_slots);
+    m_slots.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    m_size = 0;
+    for (const Slot& slot : old) {
+      if (slot.used) {
+        insert(slot.key, slot.value);
+      }
+    }
+  }
+
+  std::vector<Slot> m_slots;
+  std::size_t m_size = 0;
+};
+
+// What a setup's walk priority is made of: sums over the knobs (and the
+// worst risk).
+struct Terms {
+  double time = 1;  // one plus each knob's time factor less one
+  double risk = 0;  // risk weights and effort of the moves
+  int worst = 0;    // the worst risk of a move
+  int moves = 0;    // knobs moved
 };
 
 struct State {
   double priority = 0;
-  int moves = 0;
+  Terms terms;
   std::int64_t order = 0;
   Levels levels{};
+  // The knob whose move led here, and what was missing before it (nullopt:
+  // the start, or not known).
+  std::size_t moved = 0;
+  std::optional<Bytes> parent_short;
   bool operator>(const State& o) const {
-    return std::tie(priority, moves, order) >
-           std::tie(o.priority, o.moves, o.order);
+    return std::tie(priority, terms.moves, order) >
+           std::tie(o.priority, o.terms.moves, o.order);
   }
 };
 
@@ -505,7 +598,17 @@ struct Searcher::Space {
   Setup start;
   std::vector<Dim> knobs;
   bool ranked = false;
-  std::unordered_map<Levels, bool, LevelsHash> known;
+  // A setup without a move of this scope is known not to fit (the caller's
+  // plainer search found none on this card and count).
+  std::optional<KnobScope> required;
+  // What pricing found: whether it fits, and for the engines whose verdict
+  // is total against usable memory (not vLLM, whose KV pool fills the
+  // budget) the bytes it misses by, margin included.
+  struct Outcome {
+    bool fits = false;
+    std::optional<Bytes> short_bytes;
+  };
+  LevelsTable<Outcome> known;
   std::int64_t* priced = nullptr;  // the searcher's count
 
   Setup setup_of(const Levels& levels) const {
@@ -520,12 +623,15 @@ struct Searcher::Space {
 
   // Whether `levels` fits with the headroom asked for (each priced once).
   bool fits(const Levels& levels) {
-    const auto it = known.find(levels);
-    if (it != known.end()) {
-      return it->second;
+    if (const Outcome* o = known.find(levels)) {
+      return o->fits;
+    }
+    if (required && !has_scope(levels, *required)) {
+      known.insert(levels, Outcome{});
+      return false;
     }
     const Setup s = setup_of(levels);
-    bool ok = false;
+    Outcome out;
     // torchtune offloads the checkpointed inputs only.
     if (!s.activation_offload || start.activation_offload ||
         s.checkpointing == Checkpointing::full) {
@@ -533,12 +639,31 @@ struct Searcher::Space {
       const Pricing p = price(*model, *gpu, s);
       if (p.priced) {
         const Budget& b = p.priced->budget;
-        ok = need < 0 ? b.fits_with_margin()
-                      : b.fits() && b.headroom_bytes() >= need;
+        out.fits = need < 0 ? b.fits_with_margin()
+                            : b.fits() && b.headroom_bytes() >= need;
+        if (!b.vllm) {
+          out.short_bytes =
+              (need < 0 ? b.margin_bytes : need) - b.headroom_bytes();
+        }
       }
     }
-    known.emplace(levels, ok);
-    return ok;
+    known.insert(levels, out);
+    return out.fits;
+  }
+
+  // The bytes `levels` missed by, when priced and comparable.
+  std::optional<Bytes> short_bytes(const Levels& levels) const {
+    const Outcome* o = known.find(levels);
+    return o != nullptr ? o->short_bytes : std::nullopt;
+  }
+
+  bool has_scope(const Levels& levels, KnobScope scope) const {
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      if (levels[d] > 0 && knobs[d].scope == scope) {
+        return true;
+      }
+    }
+    return false;
   }
 
   std::optional<std::size_t> layout_dim() const {
@@ -621,6 +746,7 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
     m_space->gpu = &gpu;
     m_space->count = count;
     m_space->need = need;
+    m_space->required = m_required;
     m_space->start = with_gpu_count(m_base, count, m_model);
     m_space->knobs = dims(gpu, m_space->start);
     if (m_space->knobs.size() > k_max_knobs) {
@@ -645,28 +771,43 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   auto& known = space.known;
   // Time deltas add: each move lengthens one term of the step (compute,
   // communication, offload traffic), and a term that dominates is not
-  // multiplied by the others.
-  auto priority = [&](const Levels& levels) {
-    double time = 1;
-    double risk = 0;
-    int worst = 0;
+  // multiplied by the others. The terms are sums over the knobs, so the walk
+  // updates them one knob at a time.
+  auto level_of = [&](std::size_t d, std::size_t l) -> const Dim::Level& {
+    return knobs[d].levels[l];
+  };
+  auto time_term = [&](std::size_t d, std::size_t l) {
+    return std::max(1.0, level_of(d, l).factor) - 1;
+  };
+  auto risk_term = [&](std::size_t d, std::size_t l) {
+    const Move& m = level_of(d, l).move;
+    return l > 0 ? risk_weight(m.risk) + m.effort : 0.0;
+  };
+  auto terms_of = [&](const Levels& levels) {
+    Terms t;
     for (std::size_t d = 0; d < knobs.size(); ++d) {
-      const Dim::Level& l =
-          knobs[d].levels[static_cast<std::size_t>(levels[d])];
-      time += std::max(1.0, l.factor) - 1;
-      risk += levels[d] > 0 ? risk_weight(l.move.risk) + l.move.effort : 0;
-      worst =
-          std::max(worst, levels[d] > 0 ? static_cast<int>(l.move.risk) : 0);
+      const auto l = static_cast<std::size_t>(levels[d]);
+      t.time += time_term(d, l);
+      t.risk += risk_term(d, l);
+      t.worst = std::max(
+          t.worst, l > 0 ? static_cast<int>(level_of(d, l).move.risk) : 0);
+      t.moves += l > 0 ? 1 : 0;
     }
+    return t;
+  };
+  auto priority_of = [&](const Terms& t) {
     switch (objective) {
       case Objective::fastest:
-        return time;
+        return t.time;
       case Objective::safest:
-        return 1000.0 * worst + time;
+        return 1000.0 * t.worst + t.time;
       case Objective::balanced:
         break;
     }
-    return time * (1 + risk);
+    return t.time * (1 + t.risk);
+  };
+  auto priority = [&](const Levels& levels) {
+    return priority_of(terms_of(levels));
   };
 
   // Minimal: undo each move (or lower it) while the rest still fits, the
@@ -790,18 +931,15 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   // 3. A best-first walk from the start over cheaper setups: the first few
   // that fit are made minimal and compared on their exact cost.
   std::priority_queue<State, std::vector<State>, std::greater<>> open;
-  std::unordered_set<Levels, LevelsHash> seen;
+  LevelsTable<bool> seen;
   std::int64_t order = 0;
-  auto push = [&](const Levels& levels) {
-    const double p = priority(levels);
-    if (p >= bound || !seen.insert(levels).second) {
+  auto push = [&](const Levels& levels, const Terms& terms, std::size_t moved,
+                  std::optional<Bytes> parent_short) {
+    const double p = priority_of(terms);
+    if (p >= bound || !seen.insert(levels, true)) {
       return;  // no cheaper than what the seeds found, or seen
     }
-    int moves = 0;
-    for (std::size_t d = 0; d < knobs.size(); ++d) {
-      moves += levels[d] > 0 ? 1 : 0;
-    }
-    open.push(State{p, moves, order++, levels});
+    open.push(State{p, terms, order++, levels, moved, parent_short});
   };
   // A knob whose levels only get dearer is walked one level at a time.
   std::vector<bool> monotone(knobs.size(), true);
@@ -817,7 +955,7 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
       }
     }
   }
-  push(zero);
+  push(zero, terms_of(zero), 0, std::nullopt);
   int candidates = 0;
   const std::int64_t first_priced = m_priced;
   while (!open.empty() && m_priced - first_priced < k_max_priced &&
@@ -832,19 +970,35 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
       consider(s.levels);
       continue;  // setups above one that fits only add moves
     }
+    // A move that saved nothing here is walked no further than its own
+    // knob's next levels: the setups it leads to with other moves are
+    // reached, cheaper, without it (the walk is over sets of moves).
+    const std::optional<Bytes> missing = space.short_bytes(s.levels);
+    const bool saved_nothing =
+        missing && s.parent_short && *missing >= *s.parent_short;
     // Each knob may jump to any of its further levels: a level dearer than
     // the bound must not hide a cheaper one behind it (a faster 4-bit
     // format behind a slower 8-bit one).
     for (std::size_t d = 0; d < knobs.size(); ++d) {
+      if (saved_nothing && d != s.moved) {
+        continue;
+      }
       const std::size_t last =
           monotone[d]
               ? std::min<std::size_t>(s.levels[d] + 2u, knobs[d].levels.size())
               : knobs[d].levels.size();
-      for (std::size_t l = static_cast<std::size_t>(s.levels[d]) + 1; l < last;
-           ++l) {
+      const auto from = static_cast<std::size_t>(s.levels[d]);
+      for (std::size_t l = from + 1; l < last; ++l) {
         Levels next = s.levels;
         next[d] = static_cast<std::uint8_t>(l);
-        push(next);
+        Terms t = s.terms;
+        t.time += time_term(d, l) - time_term(d, from);
+        t.risk += risk_term(d, l) - risk_term(d, from);
+        t.moves += from == 0 ? 1 : 0;
+        t.worst = objective == Objective::safest
+                      ? terms_of(next).worst  // a maximum: recomputed
+                      : 0;
+        push(next, t, d, missing);
       }
     }
   }
@@ -913,8 +1067,11 @@ FitResult fit(const Model& model, const std::vector<FitCard>& cards,
   const SearchScope offloaded{
       .layouts = true, .quantize = !constraints.no_quant, .offload = true};
   Searcher plain_search(model, base, plain);
-  Searcher quant_search(model, base, quantized);
-  Searcher offload_search(model, base, offloaded);
+  // Each runs only on counts where the plainer ones found nothing, so a
+  // setup of the plainer scope alone is known not to fit there (whether any
+  // setup fits is monotone in the count: fewest()), and is not priced.
+  Searcher quant_search(model, base, quantized, KnobScope::quantize);
+  Searcher offload_search(model, base, offloaded, KnobScope::offload);
   FitResult result;
   result.base = base;
   result.max_gpus = constraints.max_gpus;

@@ -31,22 +31,31 @@ Bytes gib_bytes(double gib) {
   return static_cast<Bytes>(std::llround(gib * static_cast<double>(k_gib)));
 }
 
-bool contains(std::string_view text, std::string_view word) {
-  return text.find(word) != std::string_view::npos;
-}
-
-// The card's name as torch.cuda.get_device_name() spells it, lowercased for
-// vLLM's substring tests ("h100" in device_name).
-std::string device_name(const Gpu& gpu) {
-  std::string name = gpu.full_name.empty() ? gpu.name : gpu.full_name;
-  name += ' ';
-  name += gpu.name;
-  for (char& c : name) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
+// vLLM's substring tests on torch.cuda.get_device_name() ("a100" in the
+// lowercased device name): the card's full name, else its catalog name, and
+// the catalog name, compared without case and without allocating (resolve()
+// asks for every priced setup).
+bool device_name_has(const Gpu& gpu, std::string_view word) {
+  auto has = [word](std::string_view text) {
+    if (word.empty()) {
+      return true;
     }
-  }
-  return name;
+    for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
+      bool same = true;
+      for (std::size_t j = 0; j < word.size() && same; ++j) {
+        char c = text[i + j];
+        if (c >= 'A' && c <= 'Z') {
+          c = static_cast<char>(c - 'A' + 'a');
+        }
+        same = c == word[j];
+      }
+      if (same) {
+        return true;
+      }
+    }
+    return false;
+  };
+  return has(gpu.full_name.empty() ? gpu.name : gpu.full_name) || has(gpu.name);
 }
 
 bool big_card(const Gpu& gpu) {
@@ -135,31 +144,51 @@ std::string_view vllm_engine_name(VllmEngine engine) {
   return engine == VllmEngine::v0 ? "V0" : "V1";
 }
 
-VllmEngineChoice vllm_engine(const Model& model, const Gpu& gpu,
-                             VllmVersion version, Dtype dtype, Dtype kv_dtype,
-                             Quant quant) {
+namespace {
+
+// The engine, and why when `why` is given (the reason's text is built only
+// then: resolve() asks for the engine of every priced setup).
+template <typename Why>
+VllmEngine decided(std::string* why, VllmEngine engine, Why text) {
+  if (why != nullptr) {
+    *why = text();
+  }
+  return engine;
+}
+
+VllmEngine decide_engine(const Model& model, const Gpu& gpu,
+                         VllmVersion version, Dtype dtype, Dtype kv_dtype,
+                         Quant quant, std::string* why) {
   if (version < v(0, 8)) {
     // 0.7: "max_num_seqs = 256 if not envs.VLLM_USE_V1 else 1024"; V1 only
     // with VLLM_USE_V1=1.
-    return {VllmEngine::v0, "V0, the default engine before 0.8"};
+    return decided(why, VllmEngine::v0, [&] {
+      return std::string("V0, the default engine before 0.8");
+    });
   }
   if (version >= v(0, 11)) {
     // #25321 "[V0 Deprecation] Remove V0 core" (2025-09-20).
-    return {VllmEngine::v1, "V1, the only engine from 0.11"};
+    return decided(why, VllmEngine::v1, [&] {
+      return std::string("V1, the only engine from 0.11");
+    });
   }
   // 0.8 - 0.10: engine/arg_utils.py _is_v1_supported_oracle (#13726).
   const int cc = gpu.compute_capability;
   if (cc > 0 && cc < 80 && version < v(0, 10, 2)) {
     // "Compute Capability < 8.0" until #24022 (2025-09-01).
-    return {VllmEngine::v0,
-            fmt::format("V0: compute capability {}.{} < 8.0 falls back to V0 "
-                        "before 0.10.2",
-                        cc / 10, cc % 10)};
+    return decided(why, VllmEngine::v0, [&] {
+      return fmt::format(
+          "V0: compute capability {}.{} < 8.0 falls back to V0 "
+          "before 0.10.2",
+          cc / 10, cc % 10);
+    });
   }
   if (dtype == Dtype::fp32 && version < v(0, 10)) {
     // V1_SUPPORTED_DTYPES = [bf16, fp16] until #19754 (2025-07-05, fp32
     // through FlexAttention).
-    return {VllmEngine::v0, "V0: --dtype fp32 falls back to V0 before 0.10"};
+    return decided(why, VllmEngine::v0, [&] {
+      return std::string("V0: --dtype fp32 falls back to V0 before 0.10");
+    });
   }
   if (kv_dtype == Dtype::fp8) {
     // 0.8: "No Fp8 KV cache so far". 0.9: FlashAttention 3 takes fp8
@@ -171,26 +200,50 @@ VllmEngineChoice vllm_engine(const Model& model, const Gpu& gpu,
     const bool mla = model.kv_lora_rank > 0 && version >= v(0, 10, 2) &&
                      (cc == 90 || cc >= 100);
     if (version < v(0, 9) || !(hopper || blackwell || mla)) {
-      return {VllmEngine::v0,
-              fmt::format("V0: an fp8 KV cache on this card falls back to "
-                          "V0 in {}",
-                          vllm_version_text(version))};
+      return decided(why, VllmEngine::v0, [&] {
+        return fmt::format(
+            "V0: an fp8 KV cache on this card falls back to "
+            "V0 in {}",
+            vllm_version_text(version));
+      });
     }
   }
   if ((quant == Quant::nf4 || quant == Quant::nf4_nodq ||
        quant == Quant::int8) &&
       version < v(0, 9)) {
     // V1_UNSUPPORTED_QUANT = ["bitsandbytes", "gguf"] in 0.8.
-    return {VllmEngine::v0, "V0: bitsandbytes falls back to V0 in 0.8"};
+    return decided(why, VllmEngine::v0, [&] {
+      return std::string("V0: bitsandbytes falls back to V0 in 0.8");
+    });
   }
   for (const V0Only& arch : k_v0_only) {
     if (model.model_type == arch.model_type && version < arch.v1_from) {
-      return {VllmEngine::v0,
-              fmt::format("V0: {} is a V0 architecture before {}",
-                          model.model_type, vllm_version_text(arch.v1_from))};
+      return decided(why, VllmEngine::v0, [&] {
+        return fmt::format("V0: {} is a V0 architecture before {}",
+                           model.model_type, vllm_version_text(arch.v1_from));
+      });
     }
   }
-  return {VllmEngine::v1, "V1, the default engine from 0.8"};
+  return decided(why, VllmEngine::v1, [&] {
+    return std::string("V1, the default engine from 0.8");
+  });
+}
+
+}  // namespace
+
+VllmEngineChoice vllm_engine(const Model& model, const Gpu& gpu,
+                             VllmVersion version, Dtype dtype, Dtype kv_dtype,
+                             Quant quant) {
+  VllmEngineChoice choice;
+  choice.engine = decide_engine(model, gpu, version, dtype, kv_dtype, quant,
+                                &choice.reason);
+  return choice;
+}
+
+VllmEngine vllm_engine_of(const Model& model, const Gpu& gpu,
+                          VllmVersion version, Dtype dtype, Dtype kv_dtype,
+                          Quant quant) {
+  return decide_engine(model, gpu, version, dtype, kv_dtype, quant, nullptr);
 }
 
 std::int64_t vllm_default_max_num_seqs(const Gpu& gpu, VllmVersion version,
@@ -208,7 +261,7 @@ std::int64_t vllm_default_max_num_seqs(const Gpu& gpu, VllmVersion version,
     return big_card(gpu) ? 1024 : 256;
   }
   // #17885 (2025-05-11), get_batch_defaults: not on an A100.
-  return big_card(gpu) && !contains(device_name(gpu), "a100") ? 1024 : 256;
+  return big_card(gpu) && !device_name_has(gpu, "a100") ? 1024 : 256;
 }
 
 std::int64_t vllm_default_batched_tokens(const Model& model, const Gpu& gpu,
@@ -229,17 +282,17 @@ std::int64_t vllm_default_batched_tokens(const Model& model, const Gpu& gpu,
     return std::max<std::int64_t>(max_model_len,
                                   multimodal(model) ? 5120 : 2048);
   }
-  const std::string name = device_name(gpu);
   if (version < v(0, 8, 5)) {
     // 0.8.0 - 0.8.4: 8192 for the OpenAI server on "h100" / "h200".
-    return contains(name, "h100") || contains(name, "h200") ? 8192 : 2048;
+    return device_name_has(gpu, "h100") || device_name_has(gpu, "h200") ? 8192
+                                                                        : 2048;
   }
   if (version < v(0, 9)) {
     // #17073: device_memory >= 70 GiB.
     return big_card(gpu) ? 8192 : 2048;
   }
   // #17885: device_memory >= 70 GiB and "a100" not in the device name.
-  return big_card(gpu) && !contains(name, "a100") ? 8192 : 2048;
+  return big_card(gpu) && !device_name_has(gpu, "a100") ? 8192 : 2048;
 }
 
 VllmProfiler vllm_profiler(VllmVersion version, VllmEngine engine) {

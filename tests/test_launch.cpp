@@ -526,6 +526,16 @@ TEST_CASE("launch: a plans file gives one plan per entry", "[launch]") {
   CHECK(default_of(plans[1], "--precision") == "pure");
   CHECK(error_of([] { read("p.json", R"([{"model": "m", "zero": [3]}])"); }) ==
         "p.json: plans[0]: zero: expected a single value, got a list");
+  // Every option of the table is a key, the later ones too (a hand list of
+  // keys once missed --cp, --float8, --prepare-kbit and --p2p).
+  const auto newer = read("p.json", R"([{"model": "m", "cp": 2, "float8": true,
+                                          "prepare_kbit": true, "p2p": "off"}])");
+  CHECK(options_of(newer[0]) ==
+        std::map<std::string, std::string>{{"--cp", "2"},
+                                           {"--float8", ""},
+                                           {"--prepare-kbit", ""},
+                                           {"--p2p", "off"}});
+  CHECK(newer[0].unknown_keys.empty());
   CHECK(error_of([] {
           read("p.json", "[]");
         }).rfind("p.json: holds no plans;", 0) == 0);

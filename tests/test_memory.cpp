@@ -36,6 +36,21 @@ Resolved resolved(const Model& m, const Setup& s) {
 
 }  // namespace
 
+// round_bytes is std::llround without the call: halves away from zero, and
+// exact where a double still has a fraction (below 2^53).
+TEST_CASE("units: byte counts round half away from zero", "[memory]") {
+  CHECK(round_bytes(2.5) == 3);
+  CHECK(round_bytes(-2.5) == -3);
+  CHECK(round_bytes(2.4999) == 2);
+  CHECK(round_bytes(0.49999999999999994) == 0);  // llround gives 0 too
+  CHECK(round_bytes(-0.4) == 0);
+  CHECK(round_bytes(4503599627370495.5) == 4503599627370496);  // 2^52 - 0.5
+  CHECK(round_bytes(1e17) == 100000000000000000);
+  for (double x = -1000.0; x <= 1000.0; x += 0.125) {
+    CHECK(round_bytes(x) == std::llround(x));
+  }
+}
+
 TEST_CASE("memory: Llama-3-70B KV cache is 327,680 B per token in bf16",
           "[memory]") {
   const Model m = llama3_70b();

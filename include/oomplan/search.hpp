@@ -85,13 +85,19 @@ struct Found {
   Risk risk = Risk::none;  // the largest of the moves'
 };
 
+// Which scope of SearchScope adds a knob: the plain ones cost only time.
+enum class KnobScope : std::uint8_t { plain, quantize, offload };
+
 // A search around one base setup (its mode, engine, sequence, global batch
 // and model stay). Not thread-safe; cheap to construct.
 class Searcher {
  public:
   // `base` is valid for the model on some card (check()); its GPU count is
   // replaced by each search's.
-  Searcher(const Model& model, const Setup& base, const SearchScope& scope);
+  // `required`: only setups with a move of that scope can fit (the caller
+  // knows that the others do not, on every card and count it asks).
+  Searcher(const Model& model, const Setup& base, const SearchScope& scope,
+           std::optional<KnobScope> required = std::nullopt);
 
   // The best setup on `count` GPUs of `gpu` (whole nodes of k_gpus_per_node
   // beyond one node) that fits with `headroom_share` of the card free
@@ -120,6 +126,7 @@ class Searcher {
   const Model& m_model;
   Setup m_base;
   SearchScope m_scope;
+  std::optional<KnobScope> m_required;
   std::vector<std::shared_ptr<Space>> m_spaces;
   std::int64_t m_priced = 0;
 };

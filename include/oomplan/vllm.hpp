@@ -57,6 +57,10 @@ struct VllmEngineChoice {
 VllmEngineChoice vllm_engine(const Model& model, const Gpu& gpu,
                              VllmVersion version, Dtype dtype, Dtype kv_dtype,
                              Quant quant);
+// The same engine without the reason.
+VllmEngine vllm_engine_of(const Model& model, const Gpu& gpu,
+                          VllmVersion version, Dtype dtype, Dtype kv_dtype,
+                          Quant quant);
 
 // vLLM's default max_num_seqs for the OpenAI server (V0 256; V1 by release
 // and card, engine/arg_utils.py _set_default_args_v1 / get_batch_defaults).

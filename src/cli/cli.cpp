@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -26,6 +27,10 @@ std::string parse_error_text(const CLI::ParseError& e) {
   if (what == "MODEL is required") {
     return "missing MODEL; give a catalog name (oomplan models), a Hugging "
            "Face id or a path to a config.json";
+  }
+  if (what == "FILE is required") {
+    return "missing FILE; give the launch configs to check, e.g. oomplan "
+           "check train.yaml --gpus 8xH100";
   }
   constexpr std::string_view k_extras =
       "The following argument was not expected: ";
@@ -51,7 +56,7 @@ bool is_subcommand(CLI::App& app, const std::string& word) {
 
 // The whole command line: every subcommand and its options. `app` outlives
 // the commands (their closures hold the parsed values).
-Commands build(CLI::App& app) {
+Commands build(CLI::App& app, std::optional<std::string> only) {
   app.set_version_flag("--version", "oomplan 0.1.0");
   app.require_subcommand(1);
   app.footer(
@@ -60,7 +65,7 @@ Commands build(CLI::App& app) {
   // A repeated option takes its last value, so a script can append overrides
   // to a fix's args.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  Commands commands;
+  Commands commands(std::move(only));
   add_plan_commands(app, commands);
   add_check_command(app, commands);
   add_diagnose_command(app, commands);
@@ -73,9 +78,6 @@ constexpr const char* k_description =
     "  oomplan MODEL [options]  is  oomplan plan MODEL [options]";
 
 int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
-  CLI::App app{k_description, "oomplan"};
-  const Commands commands = build(app);
-
   if (args.empty()) {
     throw Error(
         "missing MODEL; usage: oomplan MODEL [--gpus NxNAME] [options], or "
@@ -84,14 +86,24 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
   const std::string& first = args.front();
   const bool global_flag =
       first == "-h" || first == "--help" || first == "--version";
-  if ((first == "diagnose" || first == "check") && !is_subcommand(app, first)) {
-    // DESIGN §1 names them; say so rather than "unknown model 'diagnose'".
-    throw Error(fmt::format(
-        "'oomplan {}' is not part of this build; see oomplan --help", first));
+  {
+    // The names alone tell a subcommand from a MODEL.
+    CLI::App names{k_description, "oomplan"};
+    build(names, "");
+    if ((first == "diagnose" || first == "check") &&
+        !is_subcommand(names, first)) {
+      // DESIGN §1 names them; say so rather than "unknown model 'diagnose'".
+      throw Error(fmt::format(
+          "'oomplan {}' is not part of this build; see oomplan --help", first));
+    }
+    if (!global_flag && !is_subcommand(names, first)) {
+      args.insert(args.begin(), "plan");
+    }
   }
-  if (!global_flag && !is_subcommand(app, first)) {
-    args.insert(args.begin(), "plan");
-  }
+  CLI::App app{k_description, "oomplan"};
+  const Commands commands =
+      build(app, global_flag ? std::string() : args.front());
+  args = vllm_spellings(app, std::move(args));
 
   try {
     // CLI11 2.1.2 consumes the vector from the back.
@@ -158,7 +170,7 @@ std::vector<std::string> type_choices(const std::string& type_name) {
 
 std::vector<CommandDoc> command_docs() {
   CLI::App app{k_description, "oomplan"};
-  const Commands commands = build(app);
+  const Commands commands = build(app, std::nullopt);
   std::vector<CommandDoc> docs;
   for (const Command& command : commands) {
     CommandDoc doc;

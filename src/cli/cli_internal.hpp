@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,13 +62,46 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int(Runtime&)> run;
 };
-using Commands = std::vector<Command>;
+// The registered subcommands. Building every option of every subcommand
+// costs more than planning (CLI11 checks each new option against the
+// others), so only the command that runs is built in full; the others get
+// their name and summary, for --help and for telling a command from a
+// MODEL.
+class Commands {
+ public:
+  // `only`: the subcommand to build in full; nullopt: all of them; "": none.
+  explicit Commands(std::optional<std::string> only)
+      : m_only(std::move(only)) {}
+
+  // The subcommand `name`; nullptr when it is not built in full (the caller
+  // registers nothing more).
+  CLI::App* add(CLI::App& root, const std::string& name,
+                const std::string& summary) {
+    CLI::App* app = root.add_subcommand(name, summary);
+    return !m_only || *m_only == name ? app : nullptr;
+  }
+  void push_back(Command command) { m_list.push_back(std::move(command)); }
+  auto begin() const { return m_list.begin(); }
+  auto end() const { return m_list.end(); }
+
+ private:
+  std::optional<std::string> m_only;
+  std::vector<Command> m_list;
+};
 
 // Each file registers its subcommands (the options live in the closure).
 void add_plan_commands(CLI::App& root, Commands& commands);  // plan fit models
                                                              // gpus
 void add_check_command(CLI::App& root, Commands& commands);
 void add_diagnose_command(CLI::App& root, Commands& commands);
+
+// vLLM's own flag spellings for plan and fit (`--tensor-parallel-size 4`,
+// `--gpu-memory-utilization=0.8`, `--dtype bfloat16`) rewritten to oomplan's
+// before CLI11 parses `args` (args[0] is the subcommand; other subcommands
+// pass unchanged). Without --engine vllm a vLLM-only spelling is an Error
+// that says to add it.
+std::vector<std::string> vllm_spellings(CLI::App& root,
+                                        std::vector<std::string> args);
 
 // --- Options.
 

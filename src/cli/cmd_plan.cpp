@@ -2,7 +2,9 @@
 
 #include "cli/cli_internal.hpp"
 
+#include "oomplan/dtype.hpp"
 #include "oomplan/error.hpp"
+#include "oomplan/launch.hpp"
 #include "oomplan/plan.hpp"
 #include "oomplan/report.hpp"
 #include "oomplan/search.hpp"
@@ -27,6 +29,7 @@ constexpr std::int64_t k_max_top = 1000;
 struct PlanOptions {
   std::string model;
   std::string gpus;
+  std::string framework;
   SetupOptions setup;
   OutputOptions output;
 };
@@ -34,6 +37,7 @@ struct PlanOptions {
 struct FitOptions {
   std::string model;
   std::string gpus;
+  std::string framework;
   SetupOptions setup;
   OutputOptions output;
   std::string max_gpus = std::to_string(k_sizing_max_gpus);
@@ -44,10 +48,25 @@ struct FitOptions {
   std::string top = "10";
 };
 
+// The setup asked for: --framework NAME's defaults, then the options given,
+// which win (the precedence `oomplan check` applies to launch configs).
+Setup framework_setup(const std::string& framework, const SetupOptions& o) {
+  Setup setup;
+  if (!framework.empty()) {
+    for (const LaunchOption& option : framework_defaults(framework)) {
+      apply_option(setup, option.flag, option.value);
+    }
+  }
+  for (const auto& [flag, value] : given_setup_options(o)) {
+    apply_option(setup, flag, value);
+  }
+  return setup;
+}
+
 int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   const Format format = output_format(options.output, app);
   const bool color = use_color(options.output, rt.env);
-  Setup setup = read_setup(options.setup);
+  Setup setup = framework_setup(options.framework, options.setup);
   const Catalog catalog = load_catalog(options.output.catalog_dir, rt);
   LoadedModel loaded;
   load_model(catalog, options.model, loaded);
@@ -143,7 +162,7 @@ std::vector<FitCard> fit_cards(const Catalog& catalog, const FitOptions& o) {
 
 int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
   const Format format = output_format(options.output, app);
-  Setup base = read_setup(options.setup);
+  Setup base = framework_setup(options.framework, options.setup);
 
   FitConstraints constraints;
   constraints.max_gpus = static_cast<int>(
@@ -188,6 +207,154 @@ int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
   return any_fits ? k_exit_fits : k_exit_does_not_fit;
 }
 
+// --- vLLM's own spellings (`oomplan plan --engine vllm
+// --tensor-parallel-size 4 --gpu-memory-utilization=0.8 --dtype bfloat16`),
+// rewritten to oomplan's before CLI11 parses; translate_vllm_flag (launch.hpp)
+// holds the mapping. The re-run lines oomplan prints keep its own spellings.
+
+// The value of `flag` on the command line (`--flag V` or `--flag=V`), the
+// last one given; nullopt when absent.
+std::optional<std::string> last_value(const std::vector<std::string>& args,
+                                      std::string_view flag) {
+  std::optional<std::string> value;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == flag && i + 1 < args.size()) {
+      value = args[i + 1];
+    } else if (word.size() > flag.size() && word.starts_with(flag) &&
+               word[flag.size()] == '=') {
+      value = word.substr(flag.size() + 1);
+    }
+  }
+  return value;
+}
+
+// True when the command plans vLLM: --engine vllm, or --framework vllm
+// without an --engine.
+bool plans_vllm(const std::vector<std::string>& args) {
+  const auto engine = last_value(args, "--engine");
+  if (engine) {
+    return *engine == "vllm";
+  }
+  return last_value(args, "--framework") == std::optional<std::string>("vllm");
+}
+
+bool is_dtype_name(std::string_view text) {
+  const auto names = dtype_names();
+  return std::find(names.begin(), names.end(), text) != names.end();
+}
+
+// `args` (args[0] is the subcommand) with vLLM's spellings of `app`'s
+// options in oomplan's. Without --engine vllm a vLLM-only spelling is an
+// error that says to add it; oomplan's own options pass unchanged.
+std::vector<std::string> rewrite_vllm_spellings(const CLI::App& app,
+                                                std::vector<std::string> args) {
+  const bool vllm = plans_vllm(args);
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  out.push_back(args.front());
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word.size() < 2 || word[0] != '-' || word == "--") {
+      out.push_back(word);
+      continue;
+    }
+    const auto eq = word.find('=');
+    const std::string name = word.substr(0, eq);
+    const bool inline_value = eq != std::string::npos;
+    const bool own = app.get_option_no_throw(name) != nullptr;
+    if (own && name != "--dtype") {
+      // vLLM spells --max-model-len and its scheduler limits as oomplan
+      // does, and also takes 32k there.
+      const bool human = vllm && (name == "--max-model-len" ||
+                                  name == "--max-num-batched-tokens");
+      if (human && (inline_value || i + 1 < args.size())) {
+        const std::string value =
+            inline_value ? word.substr(eq + 1) : args[i + 1];
+        std::optional<LaunchOption> option;
+        try {
+          option = translate_vllm_flag(name, value);
+        } catch (const Error&) {
+          option.reset();  // oomplan's own message reports it
+        }
+        if (option && option->flag == name) {
+          out.push_back(name);
+          out.push_back(option->value);
+          i += inline_value ? 0 : 1;
+          continue;
+        }
+      }
+      out.push_back(word);
+      continue;
+    }
+    // The value: after '=', else the next word when the flag takes one.
+    const bool takes_next = !inline_value && i + 1 < args.size() &&
+                            (own || vllm_flag_takes_value(name));
+    const std::string value = inline_value
+                                  ? word.substr(eq + 1)
+                                  : (takes_next ? args[i + 1] : std::string());
+    if (own && is_dtype_name(value)) {  // --dtype bf16: oomplan's own
+      out.push_back(word);
+      continue;
+    }
+    std::optional<LaunchOption> option;
+    try {
+      option = translate_vllm_flag(name, value);
+    } catch (const Error&) {
+      if (vllm) {
+        throw;
+      }
+      out.push_back(word);  // not vLLM's either: CLI11 reports it
+      continue;
+    }
+    const bool dtype_auto = own && !option;  // vLLM's --dtype auto
+    if (!option && !dtype_auto) {
+      out.push_back(word);
+      continue;
+    }
+    if (!vllm) {
+      const std::string ours =
+          dtype_auto ? std::string("leave --dtype out")
+          : option->value.empty()
+              ? fmt::format("write {}", option->flag)
+              : fmt::format("write {} {}", option->flag, option->value);
+      throw Error(
+          fmt::format("{}{}{} is vLLM's spelling; add --engine vllm, or {}",
+                      name, value.empty() ? "" : " ", value, ours));
+    }
+    if (option) {
+      out.push_back(option->flag);
+      if (!option->value.empty()) {
+        out.push_back(option->value);
+      }
+    }
+    if (takes_next) {
+      ++i;  // the value was consumed
+    }
+  }
+  return out;
+}
+
+// --framework NAME on plan and fit.
+void add_framework_option(CLI::App& app, std::string& framework) {
+  std::vector<std::string> names;
+  for (const std::string_view name : framework_names()) {
+    names.emplace_back(name);
+  }
+  std::string choices = "{";
+  for (const std::string& name : names) {
+    choices += choices.size() > 1 ? "," : "";
+    choices += name;
+  }
+  choices += "}";
+  app.add_option("--framework", framework,
+                 "apply a framework's defaults (torchtune: pure bf16, chunked "
+                 "loss, ...) below the options given")
+      ->type_name(choices)
+      ->check(CLI::IsMember(names).description(""))
+      ->group(std::string(option_group_name(OptionGroup::workload)));
+}
+
 // `oomplan models` and `oomplan gpus`.
 using CatalogRender = std::string (*)(const Catalog&);
 struct ListRenders {
@@ -198,8 +365,11 @@ struct ListRenders {
 
 void add_list_command(CLI::App& root, Commands& commands, const char* name,
                       const char* summary, ListRenders renders) {
+  CLI::App* app = commands.add(root, name, summary);
+  if (app == nullptr) {
+    return;
+  }
   auto options = std::make_shared<OutputOptions>();
-  CLI::App* app = root.add_subcommand(name, summary);
   add_output_options(*app, *options);
   commands.push_back({app, [options, app, renders](Runtime& rt) {
                         const Format format = output_format(*options, *app);
@@ -215,10 +385,46 @@ void add_list_command(CLI::App& root, Commands& commands, const char* name,
 
 }  // namespace
 
+std::vector<std::string> vllm_spellings(CLI::App& root,
+                                        std::vector<std::string> args) {
+  if (args.empty() || (args.front() != "plan" && args.front() != "fit")) {
+    return args;
+  }
+  const auto apps = root.get_subcommands(
+      [&](CLI::App* s) { return s->check_name(args.front()); });
+  if (apps.empty()) {
+    return args;
+  }
+  return rewrite_vllm_spellings(*apps.front(), std::move(args));
+}
+
+namespace {
+void add_plan(CLI::App& app, Commands& commands);
+void add_fit(CLI::App& app, Commands& commands);
+}  // namespace
+
 void add_plan_commands(CLI::App& root, Commands& commands) {
+  if (CLI::App* plan = commands.add(
+          root, "plan",
+          "per-GPU memory budget, verdict and fixes (the default)")) {
+    add_plan(*plan, commands);
+  }
+  if (CLI::App* fit_app = commands.add(
+          root, "fit", "search the setups that fit, cheapest first")) {
+    add_fit(*fit_app, commands);
+  }
+  add_list_command(
+      root, commands, "models", "list the catalog's models",
+      {render_models_text, render_models_json, render_models_markdown});
+  add_list_command(root, commands, "gpus", "list the catalog's GPUs",
+                   {render_gpus_text, render_gpus_json, render_gpus_markdown});
+}
+
+namespace {
+
+void add_plan(CLI::App& app, Commands& commands) {
+  CLI::App* plan = &app;
   auto plan_options = std::make_shared<PlanOptions>();
-  CLI::App* plan = root.add_subcommand(
-      "plan", "per-GPU memory budget, verdict and fixes (the default)");
   plan->add_option("MODEL", plan_options->model,
                    "catalog name or alias, Hugging Face id, or a path to "
                    "config.json / a model folder")
@@ -228,15 +434,17 @@ void add_plan_commands(CLI::App& root, Commands& commands) {
                    "absent: the fewest of each common GPU")
       ->type_name("NxNAME")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
+  add_framework_option(*plan, plan_options->framework);
   add_setup_options(*plan, plan_options->setup);
   add_output_options(*plan, plan_options->output, {.svg = true});
   commands.push_back({plan, [plan_options, plan](Runtime& rt) {
                         return run_plan(*plan_options, *plan, rt);
                       }});
+}
 
+void add_fit(CLI::App& app, Commands& commands) {
+  CLI::App* fit_app = &app;
   auto fit_options = std::make_shared<FitOptions>();
-  CLI::App* fit_app =
-      root.add_subcommand("fit", "search the setups that fit, cheapest first");
   fit_app->add_option("MODEL", fit_options->model, "as for plan")->required();
   fit_app
       ->add_option("--gpus", fit_options->gpus,
@@ -245,6 +453,7 @@ void add_plan_commands(CLI::App& root, Commands& commands) {
                    "common GPUs)")
       ->type_name("GPU[,GPU...]")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
+  add_framework_option(*fit_app, fit_options->framework);
   add_setup_options(*fit_app, fit_options->setup);
   add_output_options(*fit_app, fit_options->output, {.svg = true});
   fit_app->add_option("--max-gpus", fit_options->max_gpus, "most GPUs to use")
@@ -275,12 +484,8 @@ void add_plan_commands(CLI::App& root, Commands& commands) {
   commands.push_back({fit_app, [fit_options, fit_app](Runtime& rt) {
                         return run_fit(*fit_options, *fit_app, rt);
                       }});
-
-  add_list_command(
-      root, commands, "models", "list the catalog's models",
-      {render_models_text, render_models_json, render_models_markdown});
-  add_list_command(root, commands, "gpus", "list the catalog's GPUs",
-                   {render_gpus_text, render_gpus_json, render_gpus_markdown});
 }
+
+}  // namespace
 
 }  // namespace oomplan::cli
