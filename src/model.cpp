@@ -1,6 +1,7 @@
 #include "oomplan/model.hpp"
 
 #include <algorithm>
+#include <array>
 
 // Parameter arithmetic. Every count is exact: it reproduces the tensor shapes
 // of the Hugging Face transformers modeling files (named per term below) and
@@ -23,6 +24,54 @@ std::int64_t norm_params(const Model& m, std::int64_t width) {
 std::int64_t ffn_weights(const Model& m, std::int64_t inter) {
   const std::int64_t matrices = m.mlp == MlpKind::gated ? 3 : 2;
   return matrices * m.hidden_size * inter;
+}
+
+// Mamba-1 mixer, transformers MambaMixer (JambaMambaMixer adds the dt, B and
+// C RMSNorms): in_proj h x 2d, conv1d d x K (+ d bias), x_proj d x (R + 2N),
+// dt_proj R x d + d, A_log d x N, D d, out_proj d x h.
+void add_mamba(const Model& m, ParamCounts& c) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t d = m.ssm_inner_size;
+  const std::int64_t n = m.ssm_state_size;
+  const std::int64_t r = m.ssm_dt_rank;
+  c.attention += h * 2 * d + d * (r + 2 * n) + r * d + d * h;
+  c.small += d * m.ssm_conv_kernel + (m.ssm_conv_bias ? d : 0) + d + d * n + d;
+  if (m.ssm_proj_bias) {
+    c.small += 2 * d + h;
+  }
+  if (m.ssm_inner_norms) {
+    c.small += r + 2 * n;
+  }
+}
+
+// Mamba-2 mixer, transformers Mamba2Mixer / FalconH1Mixer: in_proj h x (d +
+// conv_dim + H) with conv_dim = d + 2 G N (z, x B C, dt), conv1d conv_dim x K
+// (+ bias), dt_bias, A_log and D of H each, the gated RMSNorm over d,
+// out_proj d x h.
+void add_mamba2(const Model& m, ParamCounts& c) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t d = m.ssm_inner_size;
+  const std::int64_t conv_dim = d + 2 * m.ssm_groups * m.ssm_state_size;
+  const std::int64_t proj = d + conv_dim + m.ssm_num_heads;
+  c.attention += h * proj + d * h;
+  c.small += conv_dim * m.ssm_conv_kernel + (m.ssm_conv_bias ? conv_dim : 0) +
+             3 * m.ssm_num_heads + (m.ssm_gated_norm ? d : 0);
+  if (m.ssm_proj_bias) {
+    c.small += proj + h;
+  }
+}
+
+// Gated DeltaNet, transformers Qwen3NextGatedDeltaNet: in_proj_qkvz h x (2 Hk
+// dk + 2 Hv dv), in_proj_ba h x 2 Hv, conv1d (2 Hk dk + Hv dv) x K without
+// bias, dt_bias and A_log of Hv, the gated RMSNorm over dv, out_proj Hv dv x h.
+void add_delta_net(const Model& m, ParamCounts& c) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t key = m.linear_key_heads * m.linear_key_head_dim;
+  const std::int64_t value = m.linear_value_heads * m.linear_value_head_dim;
+  c.attention +=
+      h * (2 * key + 2 * value) + h * 2 * m.linear_value_heads + value * h;
+  c.small += (2 * key + value) * m.linear_conv_kernel +
+             2 * m.linear_value_heads + m.linear_value_head_dim;
 }
 
 // The biases of one feed-forward block: gpt-oss gate_up_proj_bias (2I) and
@@ -65,7 +114,8 @@ void add_attention(const Model& m, ParamCounts& c) {
   // LlamaAttention: q_proj h x H·d, k_proj and v_proj h x Hkv·d, o_proj H·d x
   // h (fused qkv in Phi-3, Falcon and BLOOM has the same shape in total).
   const std::int64_t d = m.head_dim;
-  const std::int64_t q = h * heads * d;
+  // Qwen3NextAttention: q_proj h x 2 H d (query and output gate).
+  const std::int64_t q = h * heads * d * (m.attention_output_gate ? 2 : 1);
   const std::int64_t kv = 2 * h * m.num_kv_heads * d;
   const std::int64_t o = heads * d * h;
   c.attention += q + kv + o;
@@ -80,23 +130,49 @@ void add_attention(const Model& m, ParamCounts& c) {
     // Qwen3Attention / Gemma3Attention q_norm and k_norm over head_dim.
     c.small += 2 * norm_params(m, d);
   }
+  if (m.qk_norm_full) {
+    // Olmo2Attention: q_norm over H d and k_norm over Hkv d.
+    c.small += norm_params(m, heads * d) + norm_params(m, m.num_kv_heads * d);
+  }
   if (m.attention_sinks) {
     // GptOssAttention.sinks: one learned logit per head.
     c.small += heads;
   }
 }
 
-// One decoder (or encoder) layer. `moe`: routed experts instead of a dense
-// MLP; `cross`: a T5 decoder layer with cross-attention and a third norm.
-ParamCounts layer_counts(const Model& m, bool moe, bool cross) {
+// One decoder (or encoder) layer with token mixer `kind`. `moe`: routed
+// experts instead of a dense MLP; `cross`: a T5 decoder layer with
+// cross-attention and a third norm.
+ParamCounts layer_counts(const Model& m, LayerKind kind, bool moe, bool cross) {
   ParamCounts c;
-  add_attention(m, c);
+  switch (kind) {
+    case LayerKind::attention:
+      add_attention(m, c);
+      break;
+    case LayerKind::mamba:
+      add_mamba(m, c);
+      break;
+    case LayerKind::mamba2:
+      add_mamba2(m, c);
+      break;
+    case LayerKind::linear_attention:
+      add_delta_net(m, c);
+      break;
+    case LayerKind::attention_mamba2:
+      add_attention(m, c);
+      add_mamba2(m, c);
+      break;
+  }
   if (cross) {
     add_attention(m, c);
   }
   const std::int64_t norms = m.norms_per_layer + (cross ? 1 : 0);
   c.small += norms * norm_params(m, m.hidden_size);
 
+  if (m.mlp == MlpKind::none) {
+    c.active = c.total();
+    return c;
+  }
   if (!moe) {
     c.mlp += ffn_weights(m, m.intermediate_size);
     c.small += ffn_biases(m, m.intermediate_size);
@@ -144,10 +220,16 @@ void accumulate(ParamCounts& sum, const ParamCounts& c, std::int64_t times) {
   sum.active += times * c.active;
 }
 
-std::int64_t moe_layer_count(const Model& m) {
-  std::int64_t n = 0;
+constexpr std::array<LayerKind, 5> k_layer_kinds = {
+    LayerKind::attention, LayerKind::mamba, LayerKind::mamba2,
+    LayerKind::linear_attention, LayerKind::attention_mamba2};
+
+// How many layers have each (kind, MoE) combination: [kind][moe].
+std::array<std::array<std::int64_t, 2>, 5> layer_census(const Model& m) {
+  std::array<std::array<std::int64_t, 2>, 5> n{};
   for (std::int64_t i = 0; i < m.num_layers; ++i) {
-    n += is_moe_layer(m, i) ? 1 : 0;
+    const auto kind = static_cast<std::size_t>(layer_kind(m, i));
+    ++n[kind][is_moe_layer(m, i) ? 1 : 0];
   }
   return n;
 }
@@ -161,13 +243,19 @@ ParamCounts count_params(const Model& model) {
   if (encoder_decoder) {
     // T5: encoder layers (self-attention, FFN, 2 norms) and decoder layers
     // (self- and cross-attention, FFN, 3 norms), modeling_t5.T5Block.
-    accumulate(c, layer_counts(m, false, false), m.num_layers);
-    accumulate(c, layer_counts(m, false, true), m.num_decoder_layers);
+    accumulate(c, layer_counts(m, LayerKind::attention, false, false),
+               m.num_layers);
+    accumulate(c, layer_counts(m, LayerKind::attention, false, true),
+               m.num_decoder_layers);
   } else {
-    const std::int64_t moe_layers = moe_layer_count(m);
-    accumulate(c, layer_counts(m, false, false), m.num_layers - moe_layers);
-    if (moe_layers > 0) {
-      accumulate(c, layer_counts(m, true, false), moe_layers);
+    const auto census = layer_census(m);
+    for (const LayerKind kind : k_layer_kinds) {
+      for (const bool moe : {false, true}) {
+        const std::int64_t n = census[static_cast<std::size_t>(kind)][moe];
+        if (n > 0) {
+          accumulate(c, layer_counts(m, kind, moe, false), n);
+        }
+      }
     }
   }
 
@@ -202,9 +290,10 @@ std::int64_t layer_params(const Model& model, std::int64_t layer) {
     const bool first = layer == 0 || layer == m.num_layers;
     const std::int64_t bias =
         first ? m.relative_attention_buckets * m.num_heads : 0;
-    return layer_counts(m, false, cross).total() + bias;
+    return layer_counts(m, LayerKind::attention, false, cross).total() + bias;
   }
-  return layer_counts(m, is_moe_layer(m, layer), false).total();
+  return layer_counts(m, layer_kind(m, layer), is_moe_layer(m, layer), false)
+      .total();
 }
 
 double approx_params(const Model& model) {
@@ -228,10 +317,34 @@ double approx_params(const Model& model) {
                      (d(m.num_experts) + d(m.num_shared_experts)) *
                          (3 * h * expert + 3 * expert + h) +
                      h * (d(m.num_experts) + 1) + d(m.num_experts);
-  const double norms = d(m.norms_per_layer + 1) * 2 * h;
+  const double norms = d(m.norms_per_layer + 1) * 2 * h +
+                       2 * d(m.num_heads + m.num_kv_heads) * qk;
+  // Every mixer at its widest on every layer: the output gate, Mamba-1,
+  // Mamba-2 and DeltaNet terms of add_attention, add_mamba, add_mamba2 and
+  // add_delta_net.
+  const double inner = d(m.ssm_inner_size);
+  const double state = d(m.ssm_state_size);
+  const double conv_dim = inner + 2 * d(m.ssm_groups) * state;
+  const double heads = d(m.ssm_num_heads);
+  const double rank = d(m.ssm_dt_rank);
+  const double kernel = d(m.ssm_conv_kernel) + 1;
+  const double ssm =
+      h * d(m.num_heads) * qk +
+      (h * 2 * inner + inner * (rank + 2 * state) + rank * inner + inner * h +
+       inner * kernel + 3 * inner + inner * state + 2 * inner + h + rank +
+       2 * state) +
+      (h * (inner + conv_dim + heads) + inner * h + conv_dim * kernel +
+       3 * heads + inner + inner + conv_dim + heads + h);
+  const double key = d(m.linear_key_heads) * d(m.linear_key_head_dim);
+  const double value = d(m.linear_value_heads) * d(m.linear_value_head_dim);
+  const double delta = h * (2 * key + 2 * value) +
+                       h * 2 * d(m.linear_value_heads) + value * h +
+                       (2 * key + value) * d(m.linear_conv_kernel) +
+                       2 * d(m.linear_value_heads) + d(m.linear_value_head_dim);
   const double layers = d(m.num_layers) + d(m.num_decoder_layers);
-  return layers * (attention + mlp + norms) + 2 * d(m.vocab_size) * h +
-         d(m.learned_positions) * h + d(m.vocab_size) + 4 * h +
+  return layers * (attention + mlp + norms + ssm + delta) +
+         2 * d(m.vocab_size) * h + d(m.learned_positions) * h +
+         d(m.vocab_size) + 4 * h +
          2 * d(m.relative_attention_buckets) * d(m.num_heads) +
          d(m.extra_params);
 }
@@ -248,6 +361,113 @@ bool is_moe_layer(const Model& model, std::int64_t layer) {
     return false;
   }
   return (layer + 1) % model.moe_every == 0;
+}
+
+LayerKind layer_kind(const Model& model, std::int64_t layer) {
+  if (model.layer_types.empty() || layer < 0 ||
+      layer >= static_cast<std::int64_t>(model.layer_types.size())) {
+    return LayerKind::attention;
+  }
+  return model.layer_types[static_cast<std::size_t>(layer)];
+}
+
+bool is_attention_layer(const Model& model, std::int64_t layer) {
+  const LayerKind kind = layer_kind(model, layer);
+  return kind == LayerKind::attention || kind == LayerKind::attention_mamba2;
+}
+
+std::int64_t attention_layer_count(const Model& model) {
+  if (model.layer_types.empty()) {
+    return model.num_layers;
+  }
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < model.num_layers; ++i) {
+    n += is_attention_layer(model, i) ? 1 : 0;
+  }
+  return n;
+}
+
+Bytes recurrent_state_bytes_per_sequence(const Model& model, Dtype conv_dtype,
+                                         Dtype ssm_dtype, int tp_in) {
+  const Model& m = model;
+  const std::int64_t tp = std::max(1, tp_in);
+  // vLLM's divide() asserts that tp divides; a setup that does not is
+  // rejected before this, and rounding up keeps the figure an upper bound.
+  const auto shard = [&](std::int64_t n) { return (n + tp - 1) / tp; };
+  const std::int64_t conv_bytes = dtype_bytes(conv_dtype);
+  const std::int64_t ssm_bytes = dtype_bytes(ssm_dtype);
+  const std::int64_t window = std::max<std::int64_t>(0, m.ssm_conv_kernel - 1);
+  // mamba1_state_shape: conv (d/tp, K-1), temporal (d/tp, N).
+  const std::int64_t mamba1 =
+      shard(m.ssm_inner_size) * window * conv_bytes +
+      shard(m.ssm_inner_size) * m.ssm_state_size * ssm_bytes;
+  // mamba2_state_shape: groups extended to tp when tp does not divide them
+  // (extra_groups_for_head_shards), conv ((d + 2 G N)/tp, K-1), temporal
+  // (H/tp, head_dim, N).
+  const std::int64_t groups =
+      m.ssm_groups > 0 && m.ssm_groups % tp != 0 ? tp : m.ssm_groups;
+  const std::int64_t mamba2 =
+      shard(m.ssm_inner_size + 2 * groups * m.ssm_state_size) * window *
+          conv_bytes +
+      shard(m.ssm_num_heads) * m.ssm_head_dim * m.ssm_state_size * ssm_bytes;
+  // gated_delta_net_state_shape: conv ((2 Hk dk + Hv dv)/tp, K-1), temporal
+  // (Hv/tp, dv, dk).
+  const std::int64_t delta_window =
+      std::max<std::int64_t>(0, m.linear_conv_kernel - 1);
+  const std::int64_t delta =
+      shard(2 * m.linear_key_heads * m.linear_key_head_dim +
+            m.linear_value_heads * m.linear_value_head_dim) *
+          delta_window * conv_bytes +
+      shard(m.linear_value_heads) * m.linear_value_head_dim *
+          m.linear_key_head_dim * ssm_bytes;
+  Bytes total = 0;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(m.layer_types.size());
+       ++i) {
+    switch (m.layer_types[static_cast<std::size_t>(i)]) {
+      case LayerKind::attention:
+        break;
+      case LayerKind::mamba:
+        total += mamba1;
+        break;
+      case LayerKind::mamba2:
+      case LayerKind::attention_mamba2:
+        total += mamba2;
+        break;
+      case LayerKind::linear_attention:
+        total += delta;
+        break;
+    }
+  }
+  return total;
+}
+
+Bytes recurrent_state_bytes_per_sequence(const Model& model, Dtype dtype) {
+  return recurrent_state_bytes_per_sequence(model, dtype, dtype, 1);
+}
+
+std::string_view layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::attention:
+      return "attention";
+    case LayerKind::mamba:
+      return "mamba";
+    case LayerKind::mamba2:
+      return "mamba2";
+    case LayerKind::linear_attention:
+      return "linear_attention";
+    case LayerKind::attention_mamba2:
+      return "attention_mamba2";
+  }
+  return "attention";
+}
+
+std::optional<LayerKind> layer_kind_from_name(std::string_view name) {
+  for (const LayerKind kind : k_layer_kinds) {
+    if (layer_kind_name(kind) == name) {
+      return kind;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace oomplan

@@ -6,8 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -201,8 +207,8 @@ std::string error_of(F&& f) {
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
   CHECK(catalog().models.size() == 47);
-  CHECK(catalog().gpus.size() == 28);
-  CHECK(catalog().instances.size() >= 8);
+  CHECK(catalog().gpus.size() == 30);
+  CHECK(catalog().instances.size() == 54);
 }
 
 TEST_CASE("catalog: names and aliases are unique case-insensitively",
@@ -589,21 +595,31 @@ TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
       "extra/bad.json: toy: num_experts_per_tok: must be from 1 to "
       "num_experts 8, but is 9");
   CHECK(parse_error(toy_with(R"(, "mlp": "swiglu")")) ==
-        "extra/bad.json: toy: mlp: 'swiglu' is not gated or plain");
+        "extra/bad.json: toy: mlp: 'swiglu' is not gated, plain or none");
   CHECK(parse_error(toy_with(R"(, "checkpoint_quant": "q4")")) ==
         "extra/bad.json: toy: checkpoint_quant: unknown format 'q4'; valid: "
         "none, int8, fp8, int4, nf4, nf4-nodq, gptq, awq, mxfp4");
   CHECK(parse_error(toy_with(R"(, "hidden_size": 100000000000)")) ==
+        "extra/bad.json: toy: hidden_size: must be from 1 to 1048576, but is "
+        "100000000000");
+  // Each size within its bound, but 4096 layers of 3 x 10^6 x 4 x 10^6.
+  CHECK(parse_error(toy_with(
+            R"(, "hidden_size": 1000000, "head_dim": 128,
+                 "intermediate_size": 4000000, "num_hidden_layers": 4096)")) ==
         "extra/bad.json: toy: hidden_size: these sizes give more than 10^15 "
         "parameters");
   CHECK(parse_error(toy_with(R"(, "global_every": 10000000000)")) ==
-        "extra/bad.json: toy: global_every: must be at most 1000000, but is "
+        "extra/bad.json: toy: global_every: must be from 0 to 4096, but is "
         "10000000000");
   CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": -5}]})") ==
         "extra/bad.json: X1: capacity_bytes: must be positive, but is -5");
   CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
                         "bandwidth_gb_s": "fast"}]})") ==
         "extra/bad.json: X1: bandwidth_gb_s: must be a number, but is string");
+  CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
+                        "bandwidth_gb_s": -1}]})") ==
+        "extra/bad.json: X1: bandwidth_gb_s: must be above 0 and up to "
+        "1000000, but is -1");
   CHECK(parse_error(
             R"({"instances": [{"name": "i", "gpu": "X", "count": 0}]})") ==
         "extra/bad.json: i: count: must be positive, but is 0");
@@ -612,24 +628,514 @@ TEST_CASE("catalog: broken files give the exact error", "[catalog]") {
         "extra/bad.json: toy: name or alias 'toy' is used by another model");
 }
 
+// A complete new GPU entry for --catalog files.
+std::string card(const std::string& name, const std::string& extra = "") {
+  return R"({"name": ")" + name +
+         R"(", "capacity_bytes": 2000, "bandwidth_gb_s": 100,
+             "bf16_tflops": 10, "pcie_gb_s": 16)" +
+         extra + "}";
+}
+
+// merge_catalog_files over a copy of the shipped catalog; the warnings.
+std::vector<std::string> merge(
+    Catalog& base,
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<oomplan::CatalogFile> views;
+  for (const auto& [origin, text] : files) {
+    views.push_back({origin, text});
+  }
+  return oomplan::merge_catalog_files(base, views);
+}
+
 TEST_CASE("catalog: merge overrides entries by name and adds new ones",
           "[catalog]") {
   Catalog base = catalog();
   const auto models = base.models.size();
-  Catalog extra = parse_catalog(
-      R"({"gpus": [{"name": "h100-80", "capacity_bytes": 1000},
-                   {"name": "MyCard", "capacity_bytes": 2000}],
-          "instances": [{"name": "my.box", "gpu": "MyCard", "count": 2}]})",
-      "extra/gpus.json");
-  merge_catalog(base, std::move(extra));
+  const auto warnings = merge(
+      base, {{"extra/gpus.json",
+              R"({"gpus": [{"name": "h100-80", "capacity_bytes": 1000}, )" +
+                  card("MyCard") + R"(],
+          "instances": [{"name": "my.box", "gpu": "MyCard", "count": 2}]})"}});
+  CHECK(warnings.empty());
   CHECK(base.models.size() == models);
   CHECK(oomplan::find_gpu(base, "H100").capacity_bytes == 1000);
   const auto spec = oomplan::parse_gpu_spec(base, "my.box");
   CHECK(spec.gpu->name == "MyCard");
   CHECK(spec.count == 2);
-  Catalog dangling = parse_catalog(
-      R"({"instances": [{"name": "x.box", "gpu": "NoSuch", "count": 2}]})",
-      "extra/i.json");
-  CHECK(error_of([&] { merge_catalog(base, std::move(dangling)); }) ==
-        "instance x.box: unknown GPU 'NoSuch'");
+  CHECK(error_of([&] {
+          merge(base, {{"extra/i.json",
+                        R"({"instances": [{"name": "x.box", "gpu": "NoSuch",
+                                           "count": 2}]})"}});
+        }) == "instance x.box: unknown GPU 'NoSuch'");
+}
+
+TEST_CASE("catalog: a one-field GPU override keeps every other field",
+          "[catalog]") {
+  // D8: {"name": "H100-80", "capacity_bytes": ...} used to replace the whole
+  // entry, dropping bandwidth, TFLOPS and aliases (the time model then
+  // divided by a zero bandwidth).
+  Catalog base = catalog();
+  const oomplan::Gpu before = oomplan::find_gpu(base, "H100-80");
+  merge(base, {{"extra/h100.json",
+                R"({"gpus": [{"name": "H100-80",
+                              "capacity_bytes": 85000000000}]})"}});
+  const oomplan::Gpu& after = oomplan::find_gpu(base, "H100");
+  oomplan::Gpu expected = before;
+  expected.capacity_bytes = 85'000'000'000;
+  CHECK(after == expected);
+  CHECK(after.bandwidth_gb_s == 3350);  // H100 SXM5 HBM3, 3.35 TB/s
+  // A model override changes the fields it states and keeps the rest.
+  const Model llama = oomplan::find_model(base, "llama3-70b");
+  merge(base, {{"extra/llama.json",
+                R"({"models": [{"id": "llama-3-70b",
+                                "max_position_embeddings": 131072}]})"}});
+  Model expected_model = llama;
+  expected_model.max_position_embeddings = 131072;
+  CHECK(oomplan::find_model(base, "llama3-70b") == expected_model);
+}
+
+TEST_CASE("catalog: a new GPU must state what the time model divides by",
+          "[catalog]") {
+  // D8: a GPU without bandwidth printed "~inf ms per output token".
+  Catalog base = catalog();
+  CHECK(error_of([&] {
+          merge(base, {{"extra/x.json",
+                        R"({"gpus": [{"name": "X1", "capacity_bytes": 5}]})"}});
+        }) == "extra/x.json: X1: bandwidth_gb_s: missing");
+  CHECK(parse_error(R"({"gpus": [{"name": "X1", "capacity_bytes": 5,
+                        "bandwidth_gb_s": 1, "bf16_tflops": 1}]})") ==
+        "extra/bad.json: X1: pcie_gb_s: missing");
+  CHECK(parse_error(std::string(R"({"gpus": [)") +
+                    card("X1", R"(, "bf16_tflops": 0)") + "]}") ==
+        "extra/bad.json: X1: bf16_tflops: must be above 0 and up to 1000000, "
+        "but is 0");
+}
+
+TEST_CASE("catalog: the same name in two --catalog files is an error",
+          "[catalog]") {
+  // D9: the later file used to win silently.
+  Catalog base = catalog();
+  const std::string one = std::string(R"({"gpus": [)") + card("MyCard") + "]}";
+  CHECK(error_of([&] {
+          merge(base, {{"a/one.json", one}, {"b/two.json", one}});
+        }) ==
+        "b/two.json: MyCard: GPU 'MyCard' is also defined in a/one.json; keep "
+        "one definition");
+  // Overriding the same built-in entry from two files conflicts too.
+  Catalog again = catalog();
+  const std::string h100 =
+      R"({"gpus": [{"name": "H100-80", "capacity_bytes": 1000}]})";
+  CHECK(error_of([&] {
+          merge(again, {{"a/one.json", h100}, {"b/two.json", h100}});
+        }) ==
+        "b/two.json: H100-80: GPU 'H100-80' is also defined in a/one.json; "
+        "keep one definition");
+  // An alias one file gives and another file's entry claims.
+  Catalog third = catalog();
+  CHECK(error_of([&] {
+          merge(third,
+                {{"a/one.json", std::string(R"({"gpus": [)") +
+                                    card("CardA", R"(, "aliases": ["fast"])") +
+                                    "]}"},
+                 {"b/two.json", std::string(R"({"gpus": [)") +
+                                    card("CardB", R"(, "aliases": ["FAST"])") +
+                                    "]}"}});
+        }) ==
+        "b/two.json: CardB: GPU 'FAST' is also defined in a/one.json; keep "
+        "one definition");
+}
+
+TEST_CASE("catalog: shadowing a built-in name or alias is a warning",
+          "[catalog]") {
+  // D9: a user model could take a built-in alias without a word.
+  Catalog base = catalog();
+  const std::string model = std::string(R"({"models": [{)") + k_toy +
+                            R"(, "aliases": ["llama3-70b", "llama-3-8b"]}]})";
+  const auto warnings = merge(base, {{"extra/toy.json", model}});
+  CHECK(warnings == std::vector<std::string>{
+                        "extra/toy.json: toy: 'llama3-70b' was an alias of "
+                        "built-in model llama-3-70b; it now finds this entry",
+                        "extra/toy.json: toy: alias 'llama-3-8b' is the name "
+                        "of built-in model llama-3-8b, which keeps it; the "
+                        "alias is ignored"});
+  CHECK(oomplan::find_model(base, "llama3-70b").name == "toy");
+  CHECK(oomplan::find_model(base, "llama-3-70b").name == "llama-3-70b");
+  CHECK(oomplan::find_model(base, "llama-3-8b").name == "llama-3-8b");
+  // Naming a built-in entry by one of its aliases overrides that entry.
+  Catalog other = catalog();
+  const auto by_alias = merge(
+      other, {{"extra/h100.json",
+               R"({"gpus": [{"name": "H100", "capacity_bytes": 1000}]})"}});
+  CHECK(by_alias ==
+        std::vector<std::string>{
+            "extra/h100.json: H100: 'H100' is an alias of built-in GPU "
+            "H100-80; this entry overrides it field by field"});
+  CHECK(oomplan::find_gpu(other, "H100-80").capacity_bytes == 1000);
+}
+
+TEST_CASE("catalog: merging is linear in the number of entries", "[catalog]") {
+  // Issue 13: 3,000 extra GPUs took 173 ms (merge_list scanned the whole list
+  // per entry); 20,000 would take seconds. Linear merging does it in tens of
+  // milliseconds; the bound leaves a wide margin for slow machines.
+  std::string text = R"({"gpus": [)";
+  for (int i = 0; i < 20'000; ++i) {
+    if (i > 0) {
+      text += ',';
+    }
+    text += card(std::string("G").append(std::to_string(i)));
+  }
+  text += "]}";
+  Catalog base = catalog();
+  const auto start = std::chrono::steady_clock::now();
+  merge(base, {{"extra/many.json", text}});
+  const std::chrono::duration<double> took =
+      std::chrono::steady_clock::now() - start;
+  CHECK(base.gpus.size() == catalog().gpus.size() + 20'000);
+  CHECK(took.count() < 2.0);
+}
+
+TEST_CASE("catalog: the structure check bounds every size before arithmetic",
+          "[catalog]") {
+  // D3: 10^13 layers used to hang (a per-layer loop in count_params).
+  CHECK(parse_error(toy_with(R"(, "num_hidden_layers": 10000000000000)")) ==
+        "extra/bad.json: toy: num_hidden_layers: must be from 1 to 4096, but "
+        "is 10000000000000");
+  CHECK(parse_error(toy_with(R"(, "vocab_size": 100000000)")) ==
+        "extra/bad.json: toy: vocab_size: must be from 1 to 16777216, but is "
+        "100000000");
+  CHECK(parse_error(toy_with(R"(, "num_key_value_heads": 8)")) ==
+        "extra/bad.json: toy: num_key_value_heads: 8 exceeds "
+        "num_attention_heads 4");
+  CHECK(parse_error(toy_with(R"(, "first_k_dense_replace": 3)")) ==
+        "extra/bad.json: toy: first_k_dense_replace: 3 dense layers exceed "
+        "num_hidden_layers 2");
+  CHECK(parse_error(toy_with(R"(, "checkpoint_bytes": 5)")) ==
+        "extra/bad.json: toy: checkpoint_bytes: 5 bytes cannot hold 95040 "
+        "parameters (1 bit to 8 bytes each: 11880 to 760320 bytes)");
+  // The bounds themselves are accepted (the toy's 2 layers of 4 heads).
+  CHECK(parse_error(toy_with(R"(, "num_hidden_layers": 4096)")).empty());
+  CHECK(parse_error(toy_with(R"(, "max_position_embeddings": 1073741824)"))
+            .empty());
+}
+
+TEST_CASE("catalog: every bound has a model far below it", "[catalog]") {
+  // The bounds are documented as far above every real model: the shipped
+  // catalog must sit at least 8 times below each.
+  for (const Model& m : catalog().models) {
+    INFO(m.name);
+    CHECK(m.num_layers * 8 <= oomplan::k_max_layers);
+    CHECK(m.hidden_size * 8 <= oomplan::k_max_hidden);
+    CHECK(m.num_heads * 8 <= oomplan::k_max_heads);
+    CHECK(m.intermediate_size * 8 <= oomplan::k_max_intermediate);
+    CHECK(m.vocab_size * 8 <= oomplan::k_max_vocab);
+    CHECK(m.max_position_embeddings * 8 <= oomplan::k_max_positions);
+    CHECK(m.num_experts * 8 <= oomplan::k_max_experts);
+    CHECK(!oomplan::check_model(m));
+  }
+}
+
+TEST_CASE("catalog: a huge name or key costs microseconds, not seconds",
+          "[catalog]") {
+  // D4: "did you mean" ran a full edit-distance table per candidate: a
+  // 100,000-character model name took 2.9 s, a 1 MB unknown key 7.7 s.
+  const std::string name(100'000, 'a');
+  const std::string key(1'000'000, 'k');
+  const auto start = std::chrono::steady_clock::now();
+  const std::string model_error =
+      error_of([&] { oomplan::find_model(catalog(), name); });
+  const std::string key_error =
+      parse_error(toy_with(R"(, ")" + key + R"(": 1)"));
+  const std::chrono::duration<double> took =
+      std::chrono::steady_clock::now() - start;
+  CHECK(took.count() < 0.5);
+  // The echoed text is cut: the message stays short and on one line.
+  CHECK(model_error == "unknown model '" + std::string(200, 'a') +
+                           "...(99800 more bytes)'; `oomplan models` lists "
+                           "the catalog, or pass a config.json path");
+  CHECK(key_error == "extra/bad.json: toy: " + std::string(200, 'k') +
+                         "...(999800 more bytes): unknown field "
+                         "(models/README.md lists the fields)");
+}
+
+// The textbook optimal-string-alignment distance (full table), to check the
+// banded one against.
+std::size_t reference_distance(const std::string& a_in,
+                               const std::string& b_in) {
+  std::string a = a_in;
+  std::string b = b_in;
+  for (auto* s : {&a, &b}) {
+    for (char& ch : *s) {
+      ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  std::vector<std::vector<std::size_t>> d(
+      a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) {
+    d[i][0] = i;
+  }
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    d[0][j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+TEST_CASE("catalog: banded suggestions match the full edit distance",
+          "[catalog]") {
+  // For every GPU name and alias, with typos made from it (a deletion, a
+  // swap, an insertion, three changes, four changes), suggest() must pick
+  // what the full table picks: the first candidate at the smallest distance
+  // <= 3 (and below the candidate's length).
+  std::vector<std::string> names;
+  for (const auto& g : catalog().gpus) {
+    names.push_back(g.name);
+    names.insert(names.end(), g.aliases.begin(), g.aliases.end());
+  }
+  for (const auto& name : names) {
+    std::vector<std::string> words = {
+        name.substr(1), name + "x", std::string("zz").append(name).append("q"),
+        name + "-0000", std::string("Q").append(name.substr(2))};
+    if (name.size() > 2) {
+      std::string swapped = name;
+      std::swap(swapped[0], swapped[1]);
+      words.push_back(swapped);
+    }
+    for (const auto& word : words) {
+      INFO(word);
+      std::optional<std::string> expected;
+      std::size_t best = 4;
+      for (const auto& candidate : names) {
+        const std::size_t d = reference_distance(word, candidate);
+        if (d < best && d < candidate.size()) {
+          best = d;
+          expected = candidate;
+        }
+      }
+      CHECK(oomplan::suggest(word, names) == expected);
+    }
+  }
+}
+
+TEST_CASE("catalog: instances carry host RAM and price into the GPU spec",
+          "[catalog]") {
+  Catalog base = catalog();
+  merge(base, {{"extra/box.json",
+                std::string(R"({"gpus": [)") + card("MyCard") + R"(],
+                    "instances": [{"name": "my.box", "gpu": "MyCard",
+                                   "count": 4, "host_ram_gib": 512,
+                                   "price_usd_per_hour": 10},
+                                  {"name": "my.big", "gpu": "MyCard",
+                                   "count": 8, "price_usd_per_hour": 16}]})"}});
+  const auto spec = oomplan::parse_gpu_spec(base, "my.box");
+  CHECK(spec.host_ram_bytes == 512 * oomplan::k_gib);
+  CHECK(spec.price_usd_per_hour == 10);
+  REQUIRE(spec.instance != nullptr);
+  CHECK(spec.instance->name == "my.box");
+  CHECK(oomplan::parse_gpu_spec(base, "4xMyCard").host_ram_bytes == 0);
+  // 10 / 4 = 2.50 and 16 / 8 = 2.00 USD per GPU-hour: the cheaper wins.
+  CHECK(oomplan::gpu_hour_price(base, oomplan::find_gpu(base, "MyCard")) ==
+        2.0);
+  const std::string card_b =
+      std::string(R"({"gpus": [)") + card("OtherCard") + "]}";
+  merge(base, {{"extra/b.json", card_b}});
+  CHECK(!oomplan::gpu_hour_price(base, oomplan::find_gpu(base, "OtherCard")));
+}
+
+TEST_CASE("catalog: hostile JSON gives one clean line", "[catalog]") {
+  // Found by fuzzing: nlohmann's parse errors quote the raw bytes they read.
+  CHECK(parse_error("{\"models\": \"\xff\"}") ==
+        "extra/bad.json: parse error at line 1, column 13: syntax error while "
+        "parsing value - invalid string: ill-formed UTF-8 byte; last read: "
+        "'\"\\xff'");
+  // Copying or printing a value recurses once per level: depth is capped.
+  CHECK(parse_error(std::string(100'000, '[')) ==
+        "extra/bad.json: JSON nested deeper than 64 levels");
+  CHECK(
+      parse_error(
+          R"({"models": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})") ==
+      "extra/bad.json: models: must be an array, but is string");
+}
+
+TEST_CASE("catalog: an alias equal to the entry's own name is dropped",
+          "[catalog]") {
+  // Found by fuzzing: an override listing its own name as an alias left the
+  // name twice in the lookup keys.
+  const Catalog c =
+      parse_catalog(toy_with(R"(, "aliases": ["TOY", "t"])"), "extra/toy.json");
+  CHECK(c.models[0].aliases == std::vector<std::string>{"t"});
+  Catalog base = catalog();
+  merge(base, {{"extra/q.json", R"({"models": [{"id": "llama-3-70b",
+                                    "aliases": ["llama-3-70b"]}]})"}});
+  const auto& aliases = oomplan::find_model(base, "llama-3-70b").aliases;
+  CHECK(std::count(aliases.begin(), aliases.end(), "llama-3-70b") == 0);
+}
+
+TEST_CASE("catalog: the 96 GB cards report what CUDA reports", "[catalog]") {
+  const auto& c = catalog();
+  // RTX PRO 6000 Blackwell: cudaMemGetInfo total "94.97 GiB" (antirez/ds4
+  // #431), nvidia-smi 97887 MiB.
+  const auto& pro = oomplan::find_gpu(c, "rtx-pro-6000-blackwell");
+  CHECK(static_cast<double>(pro.capacity_bytes) / (1LL << 30) ==
+        Approx(94.97).margin(0.005));
+  CHECK(pro.smi_bytes == 97887LL << 20);
+  CHECK(pro.compute_capability == 120);
+  // GH200: torch total_memory=96768MB (MiB) on "NVIDIA GH200 480GB".
+  CHECK(oomplan::find_gpu(c, "NVIDIA GH200 480GB").capacity_bytes == 96768LL
+                                                                         << 20);
+  // The 94 GB H100 NVL was already listed.
+  CHECK(oomplan::parse_gpu_spec(c, "2xH100-NVL").gpu->name == "H100-NVL");
+}
+
+TEST_CASE("catalog: instances carry the host RAM and price their clouds list",
+          "[catalog]") {
+  const auto& c = catalog();
+  const auto spec = [&](const char* name) {
+    INFO(name);
+    return oomplan::parse_gpu_spec(c, name);
+  };
+  // AWS p5.48xlarge: 8 x H100, 2,048 GiB, 55.04 USD/h in us-east-1.
+  CHECK(spec("p5.48xlarge").host_ram_bytes == 2048 * oomplan::k_gib);
+  CHECK(spec("p5.48xlarge").price_usd_per_hour == 55.04);
+  CHECK(spec("p5en.48xlarge").gpu->name == "H200");
+  CHECK(spec("p5e.48xlarge").price_usd_per_hour == 0);  // none listed
+  // Every g6e size: 1, 1, 1, 1, 1, 4, 4, 8 L40S with 32 GiB to 1,536 GiB.
+  const std::vector<std::pair<const char*, int>> g6e = {
+      {"g6e.xlarge", 1},   {"g6e.2xlarge", 1},  {"g6e.4xlarge", 1},
+      {"g6e.8xlarge", 1},  {"g6e.16xlarge", 1}, {"g6e.12xlarge", 4},
+      {"g6e.24xlarge", 4}, {"g6e.48xlarge", 8}};
+  for (const auto& [name, count] : g6e) {
+    CHECK(spec(name).gpu->name == "L40S");
+    CHECK(spec(name).count == count);
+    CHECK(spec(name).host_ram_bytes > 0);
+  }
+  CHECK(spec("g6e.48xlarge").host_ram_bytes == 1536 * oomplan::k_gib);
+  // GCP: a3-highgpu-8g and a3-megagpu-8g 1,872 GiB; a2 families.
+  CHECK(spec("a3-highgpu-8g").host_ram_bytes == 1872 * oomplan::k_gib);
+  CHECK(spec("a3-megagpu-8g").count == 8);
+  CHECK(spec("a2-megagpu-16g").count == 16);
+  CHECK(spec("a2-ultragpu-8g").gpu->name == "A100-80");
+  CHECK(spec("a2-highgpu-1g").host_ram_bytes == 85 * oomplan::k_gib);
+  // Azure ND H100 v5 1,900 GiB, ND H200 v5 1,850 GiB.
+  CHECK(spec("Standard_ND96isr_H100_v5").host_ram_bytes ==
+        1900 * oomplan::k_gib);
+  CHECK(spec("Standard_ND96isr_H200_v5").host_ram_bytes ==
+        1850 * oomplan::k_gib);
+  // Cheapest GPU-hour: H100 on p5.48xlarge or p5.4xlarge, 55.04 / 8 = 6.88;
+  // L40S on g6e.xlarge, 1.861 (g6e.48xlarge: 30.13 / 8 = 3.77).
+  CHECK(oomplan::gpu_hour_price(c, oomplan::find_gpu(c, "H100")) ==
+        Approx(6.88));
+  CHECK(oomplan::gpu_hour_price(c, oomplan::find_gpu(c, "L40S")) ==
+        Approx(1.861));
+  CHECK(!oomplan::gpu_hour_price(c, oomplan::find_gpu(c, "MI300X")));
+  for (const auto& i : c.instances) {
+    INFO(i.name);
+    // A node holds at least 4 GiB of CPU RAM per GPU wherever RAM is known,
+    // and a price is per instance: at least 0.10 USD per GPU-hour.
+    if (i.host_ram_bytes > 0) {
+      CHECK(i.host_ram_bytes >= 4 * oomplan::k_gib * i.count);
+    }
+    if (i.price_usd_per_hour > 0) {
+      CHECK(i.price_usd_per_hour / i.count >= 0.10);
+    }
+  }
+}
+
+TEST_CASE("catalog: the compiled-in catalog equals models/*.json parsed now",
+          "[catalog]") {
+  // builtin_catalog() is generated at build time (src/catalog_gen.cpp); a
+  // field the generator forgot would come back as its default here.
+  std::vector<std::string> names;
+  std::vector<std::string> texts;
+  const std::filesystem::path dir =
+      std::filesystem::path(OOMPLAN_SOURCE_DIR) / "models";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".json") {
+      names.push_back("models/" + entry.path().filename().string());
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      texts.push_back(text.str());
+    }
+  }
+  std::vector<oomplan::CatalogFile> files;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    files.push_back({names[i], texts[i]});
+  }
+  const Catalog parsed = oomplan::assemble_catalog(files);
+  const Catalog& compiled = catalog();
+  REQUIRE(parsed.models.size() == compiled.models.size());
+  REQUIRE(parsed.gpus.size() == compiled.gpus.size());
+  REQUIRE(parsed.instances.size() == compiled.instances.size());
+  for (std::size_t i = 0; i < parsed.models.size(); ++i) {
+    INFO(parsed.models[i].name);
+    CHECK(parsed.models[i] == compiled.models[i]);
+  }
+  for (std::size_t i = 0; i < parsed.gpus.size(); ++i) {
+    INFO(parsed.gpus[i].name);
+    CHECK(parsed.gpus[i] == compiled.gpus[i]);
+  }
+  for (std::size_t i = 0; i < parsed.instances.size(); ++i) {
+    INFO(parsed.instances[i].name);
+    CHECK(parsed.instances[i] == compiled.instances[i]);
+  }
+}
+
+TEST_CASE("catalog: hybrid and state-space models state their layer kinds",
+          "[catalog]") {
+  // A two-layer Mamba-1 model: no heads, no MLP. Per layer in_proj 64 x 256
+  // (16,384) + x_proj 128 x (4 + 16) (2,560) + dt_proj 4 x 128 + 128 (640) +
+  // out_proj 128 x 64 (8,192) + conv 128 x 4 + 128 (640) + A_log 128 x 8
+  // (1,024) + D 128 + norm 64 = 29,632; tied embedding 100 x 64; final norm:
+  // 2 x 29,632 + 6,400 + 64 = 65,728.
+  const Catalog c = parse_catalog(
+      R"({"models": [{"id": "tiny-mamba", "hidden_size": 64,
+          "num_hidden_layers": 2, "num_attention_heads": 0,
+          "intermediate_size": 0, "vocab_size": 100, "mlp": "none",
+          "norms_per_layer": 1, "tie_word_embeddings": true,
+          "layer_types": ["mamba", "mamba"], "ssm_inner_size": 128,
+          "ssm_state_size": 8, "ssm_conv_kernel": 4, "ssm_dt_rank": 4}]})",
+      "extra/mamba.json");
+  const Model& m = c.models[0];
+  CHECK(oomplan::count_params(m).total() == 65'728);
+  CHECK(oomplan::attention_layer_count(m) == 0);
+  CHECK(parse_error(toy_with(R"(, "layer_types": ["attention"])")) ==
+        "extra/bad.json: toy: layer_types: lists 1 layers, but "
+        "num_hidden_layers is 2");
+  CHECK(parse_error(toy_with(R"(, "layer_types": ["attention", "rnn"])")) ==
+        "extra/bad.json: toy: layer_types: 'rnn' is not attention, mamba, "
+        "mamba2, linear_attention or attention_mamba2");
+  CHECK(parse_error(toy_with(
+            R"(, "layer_types": ["mamba2", "attention"], "ssm_inner_size": 128,
+                 "ssm_state_size": 8, "ssm_conv_kernel": 4,
+                 "ssm_num_heads": 4, "ssm_head_dim": 16, "ssm_groups": 1)")) ==
+        "extra/bad.json: toy: ssm_num_heads: 4 heads of 16 make 64, not "
+        "ssm_inner_size 128");
+  // A Mamba layer without its sizes is incomplete.
+  CHECK(parse_error(toy_with(R"(, "layer_types": ["mamba", "attention"])")) ==
+        "extra/bad.json: toy: ssm_inner_size: must be positive, but is 0");
+  // Attention layers still need heads.
+  CHECK(parse_error(toy_with(R"(, "num_attention_heads": 0)")) ==
+        "extra/bad.json: toy: num_attention_heads: must be positive, but is 0");
+}
+
+TEST_CASE("catalog: a vision-language id is never corrected to its text model",
+          "[catalog]") {
+  // "Qwen/Qwen2.5-VL-7B-Instruct" is three edits from the text-only
+  // "Qwen/Qwen2.5-7B-Instruct", a different model (no vision tower).
+  const std::string message = error_of(
+      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct"); });
+  CHECK(message.find("did you mean") == std::string::npos);
+  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-7B-Instruct'", 0) == 0);
+  // A plain typo still gets its suggestion.
+  CHECK(error_of([] {
+          oomplan::find_model(catalog(), "Qwen/Qwen2.5-7B-Instrct");
+        }).find("did you mean") != std::string::npos);
 }

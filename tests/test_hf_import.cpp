@@ -5,7 +5,9 @@
 #include "oomplan/model.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,6 +20,27 @@ using oomplan::Quant;
 
 std::string fixture_path(const std::string& name) {
   return std::string(OOMPLAN_TEST_DATA) + "/hf/" + name + "/config.json";
+}
+
+std::string fixture_text(const std::string& name) {
+  std::ifstream in(fixture_path(name));
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The import error of fixture `name` after `edit` changed its JSON.
+template <typename Edit>
+std::string fixture_error(const std::string& name, Edit edit) {
+  nlohmann::json doc = nlohmann::json::parse(fixture_text(name));
+  edit(doc);
+  try {
+    import_hf_config(doc.dump(), "hf/" + name + "/config.json");
+  } catch (const oomplan::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 Model import_fixture(const std::string& name) {
@@ -216,8 +239,10 @@ TEST_CASE("hf: quantization_config sets the checkpoint format", "[hf]") {
 }
 
 TEST_CASE("hf: the safetensors index gives the exact checkpoint size", "[hf]") {
+  // LLaMA-7B: 6,738,415,616 bf16 parameters plus one 256 B rotary inv_freq
+  // buffer per layer (32) = 13,476,839,424 B.
   const Model m = import_hf_config(
-      llama(), "my/config.json",
+      fixture_text("llama-7b"), "my/config.json",
       R"({"metadata": {"total_size": 13476839424}, "weight_map": {}})");
   CHECK(m.checkpoint_bytes == 13'476'839'424);
   CHECK(import_error(llama(), R"({"weight_map": {}})") ==
@@ -229,13 +254,13 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
   CHECK(import_error(R"({"model_type": "rwkv", "hidden_size": 1})") ==
         "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
         "mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, qwen3, "
-        "qwen3_moe, gemma, gemma2, "
-        "gemma3, gemma3_text, phi, phi3, cohere, falcon, granite, deepseek_v2, "
-        "deepseek_v3, gpt_oss, gpt2, gpt_neox, bloom, llama4, mllama, "
-        "mistral3, t5");
+        "qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
+        "phimoe, cohere, cohere2, olmo2, falcon, falcon_h1, granite, "
+        "deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
+        "gpt_neox, bloom, llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
   CHECK(import_error(llama(R"(, "num_hidden_layers": 2000000000000)")) ==
-        "my/config.json: the sizes in this config give more than 10^15 "
-        "parameters");
+        "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
+        "2000000000000");
   CHECK(import_error(R"({"hidden_size": 1})") ==
         "my/config.json: model_type: missing");
   CHECK(import_error(R"({"model_type": "llama", "num_hidden_layers": 2})") ==
@@ -397,4 +422,400 @@ TEST_CASE("hf: Llama 4 Maverick alternates dense and MoE layers", "[hf]") {
   CHECK(c.total() - c.extra == 400'711'848'960);
   CHECK(c.active == 17'184'691'200);
   CHECK(c.extra == 871'932'416);  // the same vision model as Scout
+}
+
+TEST_CASE("hf: sizes that overflow 64-bit arithmetic are an error", "[hf]") {
+  // D1: vision_config.hidden_size 10^12 printed "(-4714487718.29B params)"
+  // and FITS (signed overflow in siglip_params).
+  CHECK(fixture_error("gemma-3-4b-it",
+                      [](auto& doc) {
+                        doc["vision_config"]["hidden_size"] = 1'000'000'000'000;
+                      }) ==
+        "hf/gemma-3-4b-it/config.json: the sizes in this config give more than "
+        "10^15 parameters (they overflow 64-bit arithmetic)");
+  // 10^7 does not overflow, but 27 layers of 4 h^2 exceed 10^15.
+  CHECK(fixture_error(
+            "gemma-3-4b-it",
+            [](auto& doc) { doc["vision_config"]["hidden_size"] = 10'000'000; })
+            .rfind("hf/gemma-3-4b-it/config.json: vision_config: these sizes "
+                   "give ",
+                   0) == 0);
+  // gpt2 n_head 10^15 gave head_dim 0; n_head > n_embd likewise.
+  CHECK(
+      fixture_error("gpt2-xl",
+                    [](auto& doc) { doc["n_head"] = 1'000'000'000'000'000; }) ==
+      "hf/gpt2-xl/config.json: n_head: 1000000000000000 does not divide "
+      "n_embd 1600");
+  CHECK(fixture_error("gpt2-xl", [](auto& doc) { doc["n_head"] = 3200; }) ==
+        "hf/gpt2-xl/config.json: n_head: 3200 does not divide n_embd 1600");
+  CHECK(import_error(llama(R"(, "vocab_size": 18446744073709551615)")) ==
+        "my/config.json: vocab_size: must be at most 9007199254740992, but is "
+        "18446744073709551615");
+}
+
+TEST_CASE("hf: layer counts are bounded before any per-layer work", "[hf]") {
+  // D3: a Gemma-3 text_config with 2.8 M layers took 3.5 s.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(fixture_error("gemma-3-4b-it",
+                      [](auto& doc) {
+                        doc["text_config"]["num_hidden_layers"] = 2'800'000;
+                      }) ==
+        "hf/gemma-3-4b-it/config.json: text_config.num_hidden_layers: must be "
+        "from 1 to 4096, but is 2800000");
+  // Fuzzing: the hybrids build their layer-type list while reading (a Jamba
+  // config with 2^32 layers allocated 2 GiB before check_model() ran), and
+  // mlp_only_layers a table of the layers (2^53 of them: 2^50 bytes).
+  for (const char* type :
+       {"jamba", "mamba", "mamba2", "falcon_h1", "qwen3_next", "qwen3_moe"}) {
+    INFO(type);
+    const std::string text = std::string(R"({"model_type": ")") + type +
+                             R"(", "hidden_size": 64, "intermediate_size": 128,
+          "num_hidden_layers": 4294967296, "num_attention_heads": 4,
+          "num_key_value_heads": 4, "vocab_size": 256, "num_experts": 4,
+          "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+          "mlp_only_layers": []})";
+    CHECK(import_error(text) ==
+          "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
+          "4294967296");
+  }
+  CHECK(import_error(R"({"model_type": "qwen3_moe", "hidden_size": 64,
+          "intermediate_size": 128, "num_hidden_layers": 9007199254740992,
+          "num_attention_heads": 4, "num_key_value_heads": 4,
+          "vocab_size": 256, "num_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "mlp_only_layers": []})") ==
+        "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
+        "9007199254740992");
+  const std::chrono::duration<double> took =
+      std::chrono::steady_clock::now() - start;
+  CHECK(took.count() < 0.5);
+}
+
+TEST_CASE("hf: compressed-tensors num_bits must be 4 or 8 bits", "[hf]") {
+  // D5: a string num_bits ended in "internal error: [json.exception.
+  // type_error.302]"; a huge one was undefined behaviour (int conversion).
+  const auto with_bits = [](const std::string& bits) {
+    return import_error(llama(
+        R"(, "quantization_config": {"quant_method": "compressed-tensors",
+             "config_groups": {"group_0": {"weights": {"num_bits": )" +
+        bits + R"(, "type": "int"}}}})"));
+  };
+  const std::string where =
+      "my/config.json: quantization_config.config_groups.group_0.weights."
+      "num_bits: ";
+  CHECK(with_bits(R"("8")") == where + R"(must be a whole number, but is "8")");
+  CHECK(with_bits("1e300") == where + "must be a whole number, but is 1e+300");
+  CHECK(with_bits("18446744073709551615") ==
+        where +
+            "must be at most 9007199254740992, but is "
+            "18446744073709551615");
+  CHECK(with_bits("4294967304") == where +
+                                       "unsupported 4294967304-bit int "
+                                       "weights; supported: 4 and 8 bits");
+  CHECK(with_bits("16") ==
+        where + "unsupported 16-bit int weights; supported: 4 and 8 bits");
+  CHECK(import_error(llama(
+            R"(, "quantization_config": {"quant_method": "compressed-tensors",
+                 "config_groups": {"group_0": {"weights": []}}})")) ==
+        "my/config.json: quantization_config.config_groups.group_0.weights: "
+        "must be an object, but is array");
+}
+
+TEST_CASE("hf: impossible structures are rejected as the catalog rejects them",
+          "[hf]") {
+  // D6: these used to plan (deepseek: "37.4B params").
+  CHECK(fixture_error("deepseek-v3",
+                      [](auto& doc) { doc["first_k_dense_replace"] = 1000; }) ==
+        "hf/deepseek-v3/config.json: first_k_dense_replace: 1000 dense layers "
+        "exceed num_hidden_layers 61");
+  CHECK(fixture_error("qwen3-30b-a3b",
+                      [](auto& doc) {
+                        doc["mlp_only_layers"] = nlohmann::json::array();
+                        for (int i = 0; i < 200; ++i) {
+                          doc["mlp_only_layers"].push_back(i);
+                        }
+                      }) ==
+        "hf/qwen3-30b-a3b/config.json: mlp_only_layers: 48 is not a layer "
+        "index from 0 to 47");
+  CHECK(fixture_error("qwen3-30b-a3b",
+                      [](auto& doc) {
+                        doc["mlp_only_layers"] = {3, 3};
+                      }) ==
+        "hf/qwen3-30b-a3b/config.json: mlp_only_layers: layer 3 is "
+        "listed twice");
+  CHECK(import_error(llama(R"(, "num_key_value_heads": 0)")) ==
+        "my/config.json: num_key_value_heads: must be positive, but is 0");
+  CHECK(import_error(llama(R"(, "num_key_value_heads": 8)")) ==
+        "my/config.json: num_key_value_heads: 8 exceeds num_attention_heads 4");
+  // A real mlp_only_layers list still imports: Qwen3-30B-A3B with layers 0
+  // and 47 dense has 2 dense and 46 MoE layers.
+  nlohmann::json doc = nlohmann::json::parse(fixture_text("qwen3-30b-a3b"));
+  doc["mlp_only_layers"] = {0, 47};
+  const Model m = import_hf_config(doc.dump(), "q/config.json");
+  CHECK(m.first_k_dense == 2);
+}
+
+TEST_CASE("hf: the index total_size is validated against the parameters",
+          "[hf]") {
+  // D7: -5, 0 and 2^64 - 1 were accepted. The toy Llama has 95,040
+  // parameters: 2 layers x (4 x 64^2 attention + 3 x 64 x 128 MLP + 2 x 64
+  // norms) + 2 x 100 x 64 embedding and lm_head + 64 final norm.
+  const auto with_total = [](const std::string& total) {
+    return import_error(llama(), R"({"metadata": {"total_size": )" + total +
+                                     R"(}, "weight_map": {}})");
+  };
+  const std::string where =
+      "my/config.json: model.safetensors.index.json: metadata.total_size: ";
+  for (const char* bad : {"-5", "0", "18446744073709551615", "\"1\"", "1.5"}) {
+    INFO(bad);
+    CHECK(with_total(bad).rfind(
+              where + "must be a byte count from 1 to 9223372036854775807",
+              0) == 0);
+  }
+  CHECK(with_total("5") == where +
+                               "5 bytes cannot hold 95040 parameters (1 bit "
+                               "to 8 bytes each: 11880 to 760320 bytes)");
+  CHECK(with_total("760321").rfind(where + "760321 bytes cannot hold", 0) == 0);
+  // bf16: exactly 2 bytes per parameter.
+  const Model m = import_hf_config(
+      llama(), "my/config.json",
+      R"({"metadata": {"total_size": 190080}, "weight_map": {}})");
+  CHECK(m.checkpoint_bytes == 190'080);
+  CHECK(import_error(llama(), "[1]") ==
+        "my/config.json: model.safetensors.index.json: must hold a JSON "
+        "object");
+}
+
+TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
+  // D5: user text is escaped, and a huge value is cut.
+  CHECK(import_error(R"({"model_type": "evil\nmodel"})") ==
+        "my/config.json: model_type: unsupported 'evil\\nmodel'; supported: "
+        "llama, mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
+        "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, "
+        "phi, phi3, phimoe, cohere, cohere2, olmo2, falcon, falcon_h1, "
+        "granite, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
+        "gpt_neox, bloom, llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
+  const std::string big(10'000, '7');
+  const std::string message =
+      import_error(llama(R"(, "tie_word_embeddings": ")" + big + R"(")"));
+  CHECK(message.size() < 300);
+  CHECK(message.find('\n') == std::string::npos);
+}
+
+TEST_CASE("hf: deeply nested JSON is refused before it is copied", "[hf]") {
+  CHECK(import_error(R"({"model_type": "gemma3", "text_config": )" +
+                     std::string(70, '[')) ==
+        "my/config.json: JSON nested deeper than 64 levels");
+  CHECK(import_error(llama(), std::string(1'000'000, '{')) ==
+        "my/config.json: model.safetensors.index.json: JSON nested deeper "
+        "than 64 levels");
+}
+
+namespace {
+
+std::int64_t active(const Model& m) {
+  return oomplan::count_params(m).active;
+}
+
+}  // namespace
+
+TEST_CASE("hf: Qwen3-Next counts gated attention, DeltaNet and 512 experts",
+          "[hf]") {
+  // Qwen3NextGatedDeltaNet per linear layer (h 2048, Hk 16 x dk 128, Hv 32 x
+  // dv 128, K 4): in_proj_qkvz 2048 x 12288 + in_proj_ba 2048 x 64 + out_proj
+  // 4096 x 2048 + conv 8192 x 4 + dt_bias, A_log 2 x 32 + norm 128 =
+  // 33,726,656. Qwen3NextAttention (16 heads x 256, 2 KV heads): q_proj with
+  // the gate 2048 x 8192 + k, v 2 x 2048 x 512 + o 4096 x 2048 + q/k norm
+  // 512 = 27,263,488. MoE per layer: 512 experts x 3 x 2048 x 512 + router
+  // 2048 x 512 + shared 3 x 2048 x 512 + shared gate 2048 = 1,615,859,712;
+  // 2 norms. 12 attention + 36 DeltaNet layers, untied 151,936 x 2048
+  // embeddings and lm_head, final norm: 79,674,391,296 ("80B total
+  // parameters, only 3B active": transformers docs/source/en/model_doc/
+  // qwen3_next.md; active 3,874,929,408 with the 622 M embedding rows).
+  const Model m = import_fixture("qwen3-next-80b-a3b");
+  CHECK(total(m) == 79'674'391'296);
+  CHECK(active(m) == 3'874'929'408);
+  CHECK(oomplan::attention_layer_count(m) == 12);
+  for (const std::int64_t layer : {0, 1, 2, 4, 47}) {
+    INFO(layer);
+    CHECK(oomplan::is_attention_layer(m, layer) == (layer == 47));
+  }
+  CHECK(oomplan::is_attention_layer(m, 3));
+  // vLLM gated_delta_net_state_shape, bf16: conv (2 x 16 x 128 + 32 x 128)
+  // x (4 - 1) x 2 B = 49,152 and recurrent 32 x 128 x 128 x 2 B = 1,048,576
+  // per DeltaNet layer, x 36 = 39,518,208 B per sequence; with tp 4 a
+  // quarter of each: 274,432 x 36 = 9,879,552 B.
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(m, oomplan::Dtype::bf16) ==
+        39'518'208);
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(
+            m, oomplan::Dtype::bf16, oomplan::Dtype::bf16, 4) == 9'879'552);
+  // Its 12 attention layers keep KV: 2 x 2 heads x 256 x 2 B = 2,048 B per
+  // token per layer.
+  CHECK(m.num_kv_heads * m.head_dim * 2 * 2 == 2048);
+}
+
+TEST_CASE("hf: Kimi K2 is DeepSeek-V3 under its own model_type", "[hf]") {
+  // MLA per layer (h 7168, 64 heads, q_lora 1536, kv_lora 512, nope 128,
+  // rope 64, v 128) + 1 dense layer of 18,432 + 60 MoE layers of 384 experts
+  // x 3 x 7168 x 2048, one shared expert, router and score bias; untied
+  // 163,840-row vocabulary: 1,026,408,232,448 total, 32,861,500,928 active
+  // ("1T total, 32B activated", moonshotai/Kimi-K2-Instruct model card).
+  const Model m = import_fixture("kimi-k2");
+  CHECK(total(m) == 1'026'408'232'448);
+  CHECK(active(m) == 32'861'500'928);
+  CHECK(m.checkpoint_quant == Quant::fp8);
+  CHECK(m.kv_lora_rank == 512);
+}
+
+TEST_CASE("hf: Mamba and Mamba-2 count mixers without attention or MLP",
+          "[hf]") {
+  // mamba-130m-hf: h 768, 24 layers, d_inner 1536, N 16, dt rank 48, K 4.
+  // Per layer in_proj 768 x 3072 + x_proj 1536 x 80 + dt_proj 48 x 1536 +
+  // 1536 + out_proj 1536 x 768 + conv 1536 x 4 + 1536 + A_log 1536 x 16 + D
+  // 1536 + norm 768 = 3,771,648; tied 50,280 x 768 embedding; final norm:
+  // 129,135,360.
+  const Model mamba = import_hf_config(
+      R"({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24,
+          "vocab_size": 50280, "state_size": 16, "expand": 2,
+          "conv_kernel": 4, "time_step_rank": 48, "intermediate_size": 1536,
+          "use_bias": false, "use_conv_bias": true})",
+      "mamba/config.json");
+  CHECK(total(mamba) == 129'135'360);
+  CHECK(oomplan::attention_layer_count(mamba) == 0);
+  CHECK(!oomplan::is_attention_layer(mamba, 0));
+  // conv 1536 x 3 x 2 B + SSM 1536 x 16 x 2 B = 58,368 B per layer, x 24.
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(
+            mamba, oomplan::Dtype::bf16) == 1'400'832);
+  // "auto" rank: ceil(768 / 16) = 48, the same model.
+  const Model automatic = import_hf_config(
+      R"({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24,
+          "vocab_size": 50280, "time_step_rank": "auto"})",
+      "mamba/config.json");
+  CHECK(total(automatic) == 129'135'360);
+
+  // Mamba-Codestral-7B: h 4096, 64 layers, 128 heads x 64, 8 groups, N 128.
+  // Per layer in_proj 4096 x (8192 + 10240 + 128) + out_proj 8192 x 4096 +
+  // conv 10240 x 5 + 3 x 128 + gated norm 8192 + norm 4096 = 113,790,336;
+  // untied 32,768-row vocabulary: 7,285,403,648 (the model card's 7.3B).
+  const Model codestral = import_hf_config(
+      R"({"model_type": "mamba2", "hidden_size": 4096, "num_hidden_layers": 64,
+          "vocab_size": 32768, "num_heads": 128, "head_dim": 64, "expand": 2,
+          "n_groups": 8, "state_size": 128, "conv_kernel": 4,
+          "use_bias": false, "use_conv_bias": true,
+          "tie_word_embeddings": false})",
+      "codestral/config.json");
+  CHECK(total(codestral) == 7'285'403'648);
+  // vLLM mamba2_state_shape, bf16: conv 10240 x 3 x 2 B + SSM 128 x 64 x 128
+  // x 2 B = 2,158,592 B per layer. With tp 16 the 8 groups are extended to
+  // 16 (extra_groups_for_head_shards): conv (8192 + 2 x 16 x 128) / 16 x 3 x
+  // 2 B = 4,608 + SSM 8 x 64 x 128 x 2 B = 131,072.
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(
+            codestral, oomplan::Dtype::bf16) == 64 * 2'158'592);
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(
+            codestral, oomplan::Dtype::bf16, oomplan::Dtype::bf16, 16) ==
+        64 * (4'608 + 131'072));
+}
+
+TEST_CASE("hf: Jamba interleaves attention, Mamba and MoE layers", "[hf]") {
+  // Jamba-v0.1: 32 layers, attention at i % 8 == 4 (4 layers), Mamba with
+  // dt/B/C norms elsewhere (28), 16-expert top-2 MoE at odd layers (16).
+  // 51,570,323,328 total and 12,110,311,296 active ("52B total, 12B active",
+  // ai21labs/Jamba-v0.1 model card).
+  const Model m = import_hf_config(
+      R"({"model_type": "jamba", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 8, "vocab_size": 65536,
+          "attn_layer_offset": 4, "attn_layer_period": 8,
+          "expert_layer_offset": 1, "expert_layer_period": 2,
+          "mamba_d_conv": 4, "mamba_d_state": 16, "mamba_expand": 2,
+          "mamba_dt_rank": 256, "num_experts": 16, "num_experts_per_tok": 2,
+          "tie_word_embeddings": false})",
+      "jamba/config.json");
+  CHECK(total(m) == 51'570'323'328);
+  CHECK(active(m) == 12'110'311'296);
+  CHECK(oomplan::attention_layer_count(m) == 4);
+  CHECK(oomplan::is_attention_layer(m, 4));
+  CHECK(oomplan::is_attention_layer(m, 28));
+  CHECK(!oomplan::is_attention_layer(m, 5));
+  CHECK(oomplan::is_moe_layer(m, 1));
+  CHECK(!oomplan::is_moe_layer(m, 4));
+  // 28 Mamba layers x (8192 x 3 + 8192 x 16) x 2 B.
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(m, oomplan::Dtype::bf16) ==
+        28 * 311'296);
+}
+
+TEST_CASE("hf: Falcon-H1 runs attention and Mamba-2 side by side", "[hf]") {
+  // A toy Falcon-H1: h 64, 2 layers, 4 heads x 16 (2 KV heads), MLP 128,
+  // Mamba-2 d_ssm 64 = 4 heads x 16, 1 group, N 8, K 4, no gated norm.
+  // Per layer: attention 64 x (64 + 32 + 32) + 64 x 64 = 12,288; mixer
+  // in_proj 64 x (64 + 80 + 4) + out_proj 64 x 64 + conv 80 x 4 + 80 + 3 x 4
+  // = 13,980; MLP 3 x 64 x 128 = 24,576; 2 norms 128: 50,972. x 2 + untied
+  // 100 x 64 x 2 + final norm 64 = 114,808.
+  const Model m = import_hf_config(
+      R"({"model_type": "falcon_h1", "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+          "intermediate_size": 128, "vocab_size": 100, "mamba_d_ssm": 64,
+          "mamba_n_heads": 4, "mamba_d_head": 16, "mamba_n_groups": 1,
+          "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_rms_norm": false,
+          "tie_word_embeddings": false})",
+      "falcon-h1/config.json");
+  CHECK(total(m) == 114'808);
+  CHECK(oomplan::attention_layer_count(m) == 2);
+  // Both layers also keep Mamba-2 state: conv 80 x 3 x 2 B + SSM 4 x 16 x 8
+  // x 2 B = 1,504 B.
+  CHECK(oomplan::recurrent_state_bytes_per_sequence(m, oomplan::Dtype::bf16) ==
+        2 * 1'504);
+}
+
+TEST_CASE("hf: OLMo 2, Command R7B, Phi-3.5-MoE and GLM-4.5 import", "[hf]") {
+  // OLMo-2-1124-7B: 32 layers of 4 x 4096^2 attention + q/k norms over 4096
+  // each + 3 x 4096 x 11008 MLP + 2 norms; untied 100,352 rows:
+  // 7,298,617,344 (the model card's 7.3B).
+  const Model olmo = import_hf_config(
+      R"({"model_type": "olmo2", "hidden_size": 4096, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 32,
+          "intermediate_size": 11008, "vocab_size": 100352,
+          "tie_word_embeddings": false})",
+      "olmo2/config.json");
+  CHECK(total(olmo) == 7'298'617'344);
+  // Command R7B (cohere2): 32 layers, GQA 32/8, MLP 14,336, one LayerNorm
+  // weight per layer, tied 256,000 rows: 8,028,033,024; layers 3, 7, ...
+  // global, the rest a 4,096-token window.
+  const Model r7b = import_hf_config(
+      R"({"model_type": "cohere2", "hidden_size": 4096, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 8,
+          "intermediate_size": 14336, "vocab_size": 256000,
+          "sliding_window": 4096, "sliding_window_pattern": 4})",
+      "r7b/config.json");
+  CHECK(total(r7b) == 8'028'033'024);
+  CHECK(oomplan::is_local_layer(r7b, 0));
+  CHECK(!oomplan::is_local_layer(r7b, 3));
+  // Phi-3.5-MoE: 16 experts of 6,400, top 2, LayerNorms with bias, biased
+  // attention and lm_head: 41,873,153,344 total, 6,640,999,744 active
+  // ("6.6B active, 42B total", microsoft/Phi-3.5-MoE-instruct model card).
+  const Model phi = import_hf_config(
+      R"({"model_type": "phimoe", "hidden_size": 4096, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 8,
+          "intermediate_size": 6400, "vocab_size": 32064,
+          "num_local_experts": 16, "num_experts_per_tok": 2,
+          "attention_bias": true, "lm_head_bias": true,
+          "tie_word_embeddings": false})",
+      "phimoe/config.json");
+  CHECK(total(phi) == 41'873'153'344);
+  CHECK(active(phi) == 6'640'999'744);
+  // GLM-4.5: 92 layers (3 dense of 12,288, 89 MoE of 160 experts x 1,536,
+  // top 8, 1 shared), GQA 96/8 x 128 with q/k/v bias and per-head q/k norm:
+  // 352,797,829,024 total, 33,632,266,144 active; the published 355B and
+  // 32B count the MTP layer and leave out the embeddings (zai-org/GLM-4.5
+  // README).
+  const Model glm = import_hf_config(
+      R"({"model_type": "glm4_moe", "hidden_size": 5120, "num_hidden_layers": 92,
+          "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+          "intermediate_size": 12288, "moe_intermediate_size": 1536,
+          "n_routed_experts": 160, "n_shared_experts": 1,
+          "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+          "vocab_size": 151552, "attention_bias": true, "use_qk_norm": true,
+          "num_nextn_predict_layers": 1, "tie_word_embeddings": false})",
+      "glm/config.json");
+  CHECK(total(glm) == 352'797'829'024);
+  CHECK(active(glm) == 33'632'266'144);
 }

@@ -35,13 +35,21 @@ struct Gpu {
   bool common = false;       // listed by `oomplan MODEL` without --gpus
   std::string interconnect;  // the links in words, e.g. "NVLink 4: 900 GB/s"
   std::string note;          // caveats, e.g. "no BF16: FP16 figure"
+
+  bool operator==(const Gpu&) const = default;
 };
 
-// A cloud instance type: `count` GPUs of catalog GPU `gpu`.
+// A cloud instance type: `count` GPUs of catalog GPU `gpu`, with the host
+// RAM and on-demand price its provider lists (0 when no public list gives
+// them; models/README.md cites each figure's source).
 struct Instance {
   std::string name;  // e.g. "p4de.24xlarge"
   std::string gpu;   // Gpu::name
   int count = 0;
+  Bytes host_ram_bytes = 0;       // CPU RAM of one instance (JSON host_ram_gib)
+  double price_usd_per_hour = 0;  // on-demand, whole instance, USD per hour
+
+  bool operator==(const Instance&) const = default;
 };
 
 }  // namespace oomplan

@@ -147,7 +147,6 @@ bool use_color(const OutputOptions& o, const Environment& env) {
 // --- Files.
 
 Catalog load_catalog(const std::string& dir, Runtime& rt) {
-  (void)rt;
   Catalog catalog = builtin_catalog();
   if (dir.empty()) {
     return catalog;
@@ -168,9 +167,23 @@ Catalog load_catalog(const std::string& dir, Runtime& rt) {
         fmt::format("cannot list --catalog '{}': {}", dir, ec.message()));
   }
   std::sort(files.begin(), files.end());
+  std::vector<std::string> origins;
+  std::vector<std::string> texts;
+  origins.reserve(files.size());
+  texts.reserve(files.size());
   for (const auto& file : files) {
-    merge_catalog(catalog, parse_catalog(read_input_file(file, "catalog file"),
-                                         file.string()));
+    origins.push_back(file.string());
+    texts.push_back(read_input_file(file, "catalog file"));
+  }
+  std::vector<CatalogFile> extra;  // views into origins and texts
+  extra.reserve(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    extra.push_back({origins[i], texts[i]});
+  }
+  // Overrides merge field by field; the same id in two files is an Error
+  // naming both; shadowing a built-in name or alias is a warning.
+  for (std::string& warning : merge_catalog_files(catalog, extra)) {
+    rt.warnings.push_back(std::move(warning));
   }
   return catalog;
 }
