@@ -36,20 +36,16 @@ Bytes gib_bytes(double gib) {
 // the catalog name, compared without case and without allocating (resolve()
 // asks for every priced setup).
 bool device_name_has(const Gpu& gpu, std::string_view word) {
+  // `word` is lowercase letters and digits: OR-ing 0x20 lowercases a letter
+  // and leaves a digit as it is.
   auto has = [word](std::string_view text) {
-    if (word.empty()) {
-      return true;
-    }
     for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
-      bool same = true;
-      for (std::size_t j = 0; j < word.size() && same; ++j) {
-        char c = text[i + j];
-        if (c >= 'A' && c <= 'Z') {
-          c = static_cast<char>(c - 'A' + 'a');
-        }
-        same = c == word[j];
+      std::size_t j = 0;
+      while (j < word.size() &&
+             static_cast<char>(text[i + j] | 0x20) == word[j]) {
+        ++j;
       }
-      if (same) {
+      if (j == word.size()) {
         return true;
       }
     }
