@@ -25,7 +25,7 @@ src/memory_common.cpp|  const bool block_fp8 = quant == Quant::fp8 &&|  const bo
 src/options.cpp|      if (!(value > 0 && value <= 1)) {|      if (false) {|--gpu-util range check
 src/plan.cpp|  if (s.engine == Engine::vllm && s.training()) {|  if (false) {|vLLM cannot train
 include/oomplan/memory.hpp|inline constexpr double k_low_headroom_share = 0.05;|inline constexpr double k_low_headroom_share = 0.50;|low-headroom warning threshold
-src/memory_infer.cpp|      (s.tp * s.pp > 1 ? 1.5 : 0.5) * dbl(k_gib);  // context (+ NCCL)|      (s.tp * s.pp > 1 ? 1.5 : 0.7) * dbl(k_gib);  // context (+ NCCL)|vLLM start-up memory (TP1)
+src/vllm.cpp|    base = gib_bytes(samples ? 0.25 : 0.07);|    base = gib_bytes(samples ? 0.45 : 0.07);|vLLM V1 non-torch memory (TP1)
 src/memory_train.cpp|constexpr double k_train_reserve = 0.08;|constexpr double k_train_reserve = 0.09;|training allocator reserve
 src/plan.cpp|  if (s.engine == Engine::vllm && s.split_layers) {|  if (false) {|--split layers with vLLM
 src/plan.cpp|  if (r.split_layers && r.gpus > layers) {|  if (false) {|--split layers: more GPUs than layers
@@ -37,10 +37,10 @@ src/memory_common.cpp|  Bytes bytes = 400 * k_mib;|  Bytes bytes = 500 * k_mib;|
 include/oomplan/capability.hpp|inline constexpr int k_cc_ampere = 80;|inline constexpr int k_cc_ampere = 75;|flash attention / bf16 need sm80
 include/oomplan/capability.hpp|inline constexpr int k_gpus_per_node = 8;|inline constexpr int k_gpus_per_node = 4;|8 GPUs per node
 src/memory.cpp|  return big && !a100 ? 8192 : 2048;|  return big && !a100 ? 8192 : 4096;|vLLM V1 default scheduler budget
-src/plan.cpp|        r.max_model_len > 32768 ? 512|        r.max_model_len > 16384 ? 512|vLLM V0 chunked prefill above 32k
+src/vllm.cpp|    const bool chunked = max_model_len > 32768 && model.kv_lora_rank == 0 &&|    const bool chunked = max_model_len > 16384 && model.kv_lora_rank == 0 &&|vLLM V0 chunked prefill above 32k
 src/plan.cpp|  r.zero = s.zero.value_or(s.fsdp ? 3 : 0);|  r.zero = s.zero.value_or(s.fsdp ? 2 : 0);|--fsdp is ZeRO stage 3
 src/plan.cpp|  if (model.num_heads > 0 && model.num_heads % r.tp != 0) {|  if (false) {|tp divides the attention heads
-include/oomplan/plan.hpp|inline constexpr double k_advise_headroom_share = 0.10;|inline constexpr double k_advise_headroom_share = 0.0;|fixes for tight plans
+include/oomplan/advice.hpp|inline constexpr double k_advise_headroom_share = 0.10;|inline constexpr double k_advise_headroom_share = 0.0;|fixes for tight plans
 EOF
 )
 
