@@ -439,7 +439,8 @@ TEST_CASE("diagnose: sizes are read as printed, in every unit", "[diagnose]") {
                        "2.99GiB (3206250496B) on device ordinal 1\n"))
             .requested_bytes == 3206250496);
   // XLA:TPU "G" is 2^30: 15.48 x 2^30 = 16621523435.52.
-  const OomMessage& tpu =
+  // A copy: the Diagnosis is a temporary.
+  const OomMessage tpu =
       first(diagnose("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran "
                      "out of memory in memory space hbm. Used 21.95G of 15.48G "
                      "hbm. Exceeded hbm capacity by 6.47G.\n"));

@@ -109,7 +109,8 @@ TEST_CASE("search: fit honours the count of NxNAME and an instance",
   const auto inst =
       test::run_cli({"fit", "llama3-70b", "--gpus", "p4de.24xlarge", "--json"});
   REQUIRE(inst.code == 0);
-  for (const auto& p : nlohmann::json::parse(inst.out).at("plans")) {
+  const auto inst_json = nlohmann::json::parse(inst.out);
+  for (const auto& p : inst_json.at("plans")) {
     CHECK(p.at("gpu").at("count") == 8);
   }
 }
@@ -125,7 +126,8 @@ TEST_CASE("search: fit's default cards are the catalog's common ones",
       common.push_back(g.name);
     }
   }
-  for (const auto& p : nlohmann::json::parse(r.out).at("plans")) {
+  const auto fit_json = nlohmann::json::parse(r.out);
+  for (const auto& p : fit_json.at("plans")) {
     const std::string name = p.at("gpu").at("name");
     CHECK(std::find(common.begin(), common.end(), name) != common.end());
   }
