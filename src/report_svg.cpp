@@ -39,7 +39,6 @@ constexpr std::string_view k_grid = "#e2e2e2";
 constexpr std::string_view k_good = "#1a7f37";
 constexpr std::string_view k_bad = "#c62828";
 constexpr std::string_view k_headroom_fill = "#e6f4ea";
-constexpr std::string_view k_over_fill = "#fde7e7";
 
 // One colour per DESIGN §2 component name (Tableau 10, which stays
 // distinguishable for the common colour-vision deficiencies), with the text
