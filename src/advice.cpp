@@ -323,7 +323,7 @@ std::string risk_clause(const std::vector<Move>& moves) {
 Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
              const Gpu& gpu, const Setup& request, const Resolved& setup,
              const Budget& budget, const StepTime& time,
-             const std::vector<Move>& moves, std::string job_change) {
+             const std::vector<Move>& moves, const std::string& job_change) {
   Fix fix;
   fix.group = group;
   fix.id = std::move(id);
@@ -393,9 +393,9 @@ std::string moves_title(const std::vector<Move>& moves) {
 }
 
 Fix from_found(const Ctx& c, FixGroup group, const Found& f, std::string id,
-               std::string title, std::string job_change) {
+               std::string title, const std::string& job_change) {
   return make_fix(c, group, std::move(id), std::move(title), *f.gpu, f.request,
-                  f.setup, f.budget, f.time, f.moves, std::move(job_change));
+                  f.setup, f.budget, f.time, f.moves, job_change);
 }
 
 bool same_request(const Ctx& c, const Fix& a, const Found& b) {
@@ -432,8 +432,8 @@ std::optional<std::int64_t> largest_fitting(const Ctx& c, std::int64_t lo,
 
 // A change of the job priced on the same cards without other moves.
 std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
-                           const Setup& request, std::string job_change,
-                           std::vector<Move> moves = {}) {
+                           const Setup& request, const std::string& job_change,
+                           const std::vector<Move>& moves = {}) {
   Pricing p = price(c.model, c.gpu, request);
   if (!p.priced || !p.priced->budget.fits_with_margin()) {
     return std::nullopt;
@@ -442,7 +442,7 @@ std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
       estimate_time(c.model, c.gpu, p.priced->setup, p.priced->budget);
   return make_fix(c, FixGroup::change_job, std::move(id), std::move(title),
                   c.gpu, p.priced->request, p.priced->setup, p.priced->budget,
-                  t, moves, std::move(job_change));
+                  t, moves, job_change);
 }
 
 void same_hardware(const Ctx& c, std::optional<double> headroom,

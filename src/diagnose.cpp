@@ -848,14 +848,13 @@ class Cursor {
                    is_digit(m_text[p + 2])))) {
         dot = true;
         p += is_digit(m_text[p + 1]) ? std::size_t{1} : std::size_t{2};
-      } else if (c == ',' && !dot && any && p + 3 < m_text.size() &&
-                 is_digit(m_text[p + 1]) && is_digit(m_text[p + 2]) &&
-                 is_digit(m_text[p + 3]) &&
-                 (p + 4 >= m_text.size() || !is_digit(m_text[p + 4]))) {
-        ++p;  // thousands separator ("114,432 tokens")
-      } else if (join && any && is_break(c) && p + 1 < m_text.size() &&
-                 (is_digit(m_text[p + 1]) || m_text[p + 1] == '.')) {
-        ++p;
+      } else if ((c == ',' && !dot && any && p + 3 < m_text.size() &&
+                  is_digit(m_text[p + 1]) && is_digit(m_text[p + 2]) &&
+                  is_digit(m_text[p + 3]) &&
+                  (p + 4 >= m_text.size() || !is_digit(m_text[p + 4]))) ||
+                 (join && any && is_break(c) && p + 1 < m_text.size() &&
+                  (is_digit(m_text[p + 1]) || m_text[p + 1] == '.'))) {
+        ++p;  // a thousands separator ("114,432 tokens") or a line break
       } else {
         break;
       }
@@ -1477,11 +1476,8 @@ void parse_xla(std::string_view t, Cursor& c, OomMessage& m,
       line.find("OOM when allocating") != k_npos) {
     m.source = "tensorflow";
   }
-  if (c.lit("RESOURCE_EXHAUSTED")) {
-    c.lit(":");
-  } else if (c.lit("ResourceExhaustedError")) {
-    c.lit(":");
-  } else if (c.lit("Resource exhausted")) {
+  if (c.lit("RESOURCE_EXHAUSTED") || c.lit("ResourceExhaustedError") ||
+      c.lit("Resource exhausted")) {
     c.lit(":");
   }
   if (c.lit("XLA:TPU compile permanent error.")) {

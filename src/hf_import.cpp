@@ -456,7 +456,7 @@ Count siglip_params(const Config& v, Count text_hidden) {
   const Count patch = std::max<std::int64_t>(1, v.get({"patch_size"}, 16));
   const Count channels = v.get({"num_channels"}, 3);
   const Count per_layer =
-      4 * (h * h + h) + (2 * h * inter + inter + h) + 2 * 2 * h;
+      4 * (h * h + h) + (2 * h * inter + inter + h) + 2 * (2 * h);
   const Count positions = (image / patch) * (image / patch);
   const Count tower = layers * per_layer + (channels * patch * patch * h + h) +
                       positions * h + 2 * h;
@@ -506,10 +506,10 @@ Count mllama_vision_params(const Config& v, Count text_hidden) {
     ratios = static_cast<std::int64_t>(r->size());
   }
   const Count patches = (image / patch) * (image / patch) + 1;
-  const Count layer = 4 * h * h + (2 * h * inter + inter + h) + 2 * 2 * h;
+  const Count layer = 4 * h * h + (2 * h * inter + inter + h) + 2 * (2 * h);
   const Count tower = channels * patch * patch * h + h + (patches * h + 1) +
                       (ratios + 1) * tiles * patches * h +
-                      2 * ((ratios + 1) * tiles * h + 1) + 2 * 2 * h +
+                      2 * ((ratios + 1) * tiles * h + 1) + 2 * (2 * h) +
                       layers * layer + global_layers * (layer + 2);
   return tower + out_dim * text_hidden + text_hidden;
 }
@@ -531,8 +531,9 @@ Count llama4_vision_params(const Config& v, Count text_hidden) {
   const Count proj_out = v.get({"projector_output_dim"}, 4096);
   const Count out_dim = v.get({"vision_output_dim"}, 7680);
   const Count positions = (image / patch) * (image / patch) + 1;
-  const Count layer = 4 * (h * h + h) + (2 * h * inter + inter + h) + 2 * 2 * h;
-  return channels * patch * patch * h + h + positions * h + 2 * 2 * h +
+  const Count layer =
+      4 * (h * h + h) + (2 * h * inter + inter + h) + 2 * (2 * h);
+  return channels * patch * patch * h + h + positions * h + 2 * (2 * h) +
          layers * layer + inter * proj_in + proj_out * proj_out +
          out_dim * text_hidden;
 }
@@ -570,7 +571,7 @@ Count qwen2_vision_params(const Config& v) {
   const Count channels = v.get({"in_chans", "in_channels"}, 3);
   const Count merge = v.get({"spatial_merge_size"}, 2);
   const Count out = v.get({"hidden_size"}, 3584);
-  const Count block = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) +
+  const Count block = 2 * (2 * h) + (3 * h * h + 3 * h) + (h * h + h) +
                       (2 * h * inter + inter + h);
   const Count merged = h * merge * merge;
   return channels * temporal * patch * patch * h + depth * block + 2 * h +
@@ -865,7 +866,10 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       read_llama_like(root, m, 0, true);
       m.parallel_block = true;
       m.norms_per_layer = 1;
-    } else if (type == "deepseek_v2" || type == "deepseek_v3") {
+    } else if (type == "deepseek_v2" || type == "deepseek_v3" ||
+               type == "kimi_k2") {
+      // Kimi K2: the DeepseekV3ForCausalLM architecture under its own
+      // model_type (config.json "architectures").
       read_deepseek(root, m);
     } else if (type == "gpt_oss") {
       // GptOssConfig: biases on q, k, v, o; learned sinks; 128-token sliding
@@ -1035,10 +1039,6 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
       const std::string proj = root.text("feed_forward_proj");
       m.mlp = proj.rfind("gated-", 0) == 0 ? MlpKind::gated : MlpKind::plain;
-    } else if (type == "kimi_k2") {
-      // Kimi K2: the DeepseekV3ForCausalLM architecture under its own
-      // model_type (config.json "architectures").
-      read_deepseek(root, m);
     } else if (type == "glm4_moe") {
       // Glm4MoeConfig / modeling_glm4_moe.py: GQA with q, k, v biases
       // (attention_bias) and no o bias, optional per-head q/k RMSNorm

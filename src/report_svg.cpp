@@ -636,9 +636,7 @@ std::string xml_escape(std::string_view text) {
           break;
         default:
           // XML 1.0 allows tab, newline and carriage return below 0x20.
-          if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-            out += k_replacement;
-          } else if (c == 0x7F) {
+          if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
             out += k_replacement;
           } else {
             out += static_cast<char>(c);

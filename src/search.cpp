@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -173,6 +174,9 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
   const Model& m = m_model;
   const Resolved r = resolve(m, gpu, start);
   std::vector<Dim> out;
+  // `frugal`: the index of the level the frugal order starts from, or
+  // k_last_level (the levels' own count is unknown once they are moved).
+  constexpr std::size_t k_last_level = std::numeric_limits<std::size_t>::max();
   auto add = [&out](std::vector<Dim::Level> levels, std::size_t frugal,
                     KnobScope scope = KnobScope::plain) {
     if (!levels.empty()) {
@@ -182,7 +186,9 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
       for (auto& l : levels) {
         d.levels.push_back(std::move(l));
       }
-      d.frugal = std::min(frugal + 1, d.levels.size() - 1);
+      d.frugal = frugal == k_last_level
+                     ? d.levels.size() - 1
+                     : std::min(frugal + 1, d.levels.size() - 1);
       out.push_back(std::move(d));
     }
   };
@@ -245,7 +251,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
             one("zero-stage", fmt::format("ZeRO stage {} -> {}", r.zero, stage),
                 Risk::none, [stage](Setup& s) { s.zero = stage; }));
       }
-      add(std::move(stages), stages.size() - 1);
+      add(std::move(stages), k_last_level);
     }
     std::vector<Dim::Level> ckpt;
     if (r.checkpointing < Checkpointing::selective) {
@@ -285,7 +291,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                             r.batch, b, r.grad_accum, accum),
                 Risk::none, [b](Setup& s) { s.batch = b; }));
       }
-      add(std::move(batches), batches.size() - 1);
+      add(std::move(batches), k_last_level);
     }
     if (m_scope.quantize && (r.optimizer == Optimizer::adamw ||
                              r.optimizer == Optimizer::paged_adamw)) {
@@ -322,7 +328,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                               Risk::none,
                               [](Setup& s) { s.offload = Offload::all; }));
       }
-      add(std::move(offload), offload.size() - 1, KnobScope::offload);
+      add(std::move(offload), k_last_level, KnobScope::offload);
       if (!r.activation_offload) {
         // torchtune offloads the checkpointed layer inputs on a side stream
         // and recommends it only with checkpointing on
@@ -377,7 +383,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                  : fmt::format("{} weights", quant_name(q)),
             four ? Risk::moderate : Risk::low, [q](Setup& s) { s.quant = q; }));
       }
-      add(std::move(formats), formats.size() - 1, KnobScope::quantize);
+      add(std::move(formats), k_last_level, KnobScope::quantize);
     }
     if (vllm) {
       std::vector<double> utils(k_gpu_utils.begin(), k_gpu_utils.end());
@@ -416,7 +422,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                             r.max_num_seqs, n),
                 Risk::none, [n](Setup& s) { s.max_num_seqs = n; }));
       }
-      add(std::move(seqs), seqs.size() - 1);
+      add(std::move(seqs), k_last_level);
       if (r.vllm_version != VllmEra::v0) {
         std::vector<Dim::Level> tokens;
         for (std::int64_t n = r.max_num_batched_tokens / 2; n >= 1024; n /= 2) {
@@ -427,7 +433,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                           r.max_num_batched_tokens, n),
               Risk::none, [n](Setup& s) { s.max_num_batched_tokens = n; }));
         }
-        add(std::move(tokens), tokens.size() - 1);
+        add(std::move(tokens), k_last_level);
       }
     } else if (m_scope.offload && r.offload == Offload::none) {
       add({one("cpu-offload",

@@ -391,7 +391,7 @@ VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp, int pp,
   const bool world_ok = tp == 2 || tp == 4 || tp == 6 || tp == 8;
   comm.custom_all_reduce = one_node && p2p && world_ok && (nvlink || tp == 2);
   if (comm.custom_all_reduce) {
-    comm.custom_all_reduce_bytes = 2 * 8192 * 1024;
+    comm.custom_all_reduce_bytes = Bytes{2} * 8192 * 1024;
   }
   if (!p2p) {
     // NCCL's SHM (inside a node) and NET (across nodes) transports stage
@@ -436,7 +436,8 @@ VllmComm vllm_comm(const Gpu& gpu, VllmVersion version, int tp, int pp,
   // NCCL_RUNTIME_CONNECT=1 connects only the ring (vLLM 0.9+: torch 2.7,
   // NCCL 2.26).
   const int algorithms = version < v(0, 9) ? 2 : 1;
-  comm.nccl_init_bytes = comm.nccl_channels * algorithms * k_channel_bytes;
+  comm.nccl_init_bytes =
+      Bytes{comm.nccl_channels} * algorithms * k_channel_bytes;
   return comm;
 }
 

@@ -23,7 +23,7 @@ namespace {
 // --- CLI11 errors -> one line.
 
 std::string parse_error_text(const CLI::ParseError& e) {
-  const std::string what = e.what();
+  std::string what = e.what();
   if (what == "MODEL is required") {
     return "missing MODEL; give a catalog name (oomplan models), a Hugging "
            "Face id or a path to a config.json";
