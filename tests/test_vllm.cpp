@@ -622,6 +622,11 @@ TEST_CASE("vllm: scheduler defaults follow the release and the card",
   CHECK(vllm_default_batched_tokens(m, a100, release(6, 3), v0, 1024) == 2048);
   CHECK(vllm_default_batched_tokens(m, a100, release(6, 4), v0, 40000) == 512);
   CHECK(vllm_default_batched_tokens(m, a100, release(8), v0, 40000) == 2048);
+  // "max_model_len > 32768" is strict: 32768 tokens are one prompt, one more
+  // token chunks; 20000 is far below it.
+  CHECK(vllm_default_batched_tokens(m, a100, release(8), v0, 32768) == 32768);
+  CHECK(vllm_default_batched_tokens(m, a100, release(8), v0, 32769) == 2048);
+  CHECK(vllm_default_batched_tokens(m, a100, release(8), v0, 20000) == 20000);
   const Model& mla = find_model(cat, "deepseek-v2-lite");
   CHECK(vllm_default_batched_tokens(mla, a100, release(8), v0, 40000) == 40000);
 
