@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 // Inference memory: engine hf (transformers generate, PyTorch eager) and
@@ -649,13 +650,9 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   // V0 went on and ran out of cache blocks instead.
   const bool free_check =
       s.vllm_engine == VllmEngine::v1 && s.vllm_release >= VllmVersion{0, 9, 1};
-  if (m.max_position_embeddings > 0 &&
-      s.max_model_len > m.max_position_embeddings) {
-    p.error =
-        "User-specified max_model_len (" + std::to_string(s.max_model_len) +
-        ") is greater than the derived max_model_len "
-        "(max_position_embeddings=" +
-        std::to_string(m.max_position_embeddings) + " in model's config.json).";
+  if (std::string refused = vllm_max_model_len_error(m, s.max_model_len);
+      !refused.empty()) {
+    p.error = std::move(refused);
   } else if (const int need_cc = vllm_min_capability(s.quant);
              gpu.compute_capability > 0 && gpu.compute_capability < need_cc) {
     // VllmConfig._get_quantization_config: the method's get_min_capability.

@@ -1,6 +1,7 @@
 #include "report_internal.hpp"
 
 #include "oomplan/report.hpp"
+#include "oomplan/vllm.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -91,6 +92,17 @@ std::string render_fit_text(const FitResult& result, const Model& model,
                             const std::string& model_arg) {
   std::string out = header(result, model);
   if (result.plans.empty()) {
+    if (result.base.engine == Engine::vllm && result.base.max_model_len) {
+      if (const std::string refused =
+              vllm_max_model_len_error(model, *result.base.max_model_len);
+          !refused.empty()) {
+        fmt::format_to(std::back_inserter(out),
+                       "no configuration fits: vLLM refuses to start on any "
+                       "card: {} Give --max-model-len {} or less\n",
+                       refused, model.max_position_embeddings);
+        return out;
+      }
+    }
     fmt::format_to(std::back_inserter(out),
                    "no configuration fits within {} GPUs; raise --max-gpus, "
                    "lower --seq or allow quantization and offload\n",

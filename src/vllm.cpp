@@ -614,4 +614,17 @@ VllmHybridPool vllm_hybrid_pool(const VllmHybridLayers& layers, Bytes available,
   return pool;
 }
 
+std::string vllm_max_model_len_error(const Model& model,
+                                     std::int64_t max_model_len) {
+  if (model.max_position_embeddings <= 0 ||
+      max_model_len <= model.max_position_embeddings) {
+    return "";
+  }
+  return "User-specified max_model_len (" + std::to_string(max_model_len) +
+         ") is greater than the derived max_model_len "
+         "(max_position_embeddings=" +
+         std::to_string(model.max_position_embeddings) +
+         " in model's config.json).";
+}
+
 }  // namespace oomplan

@@ -94,6 +94,23 @@ TEST_CASE("search: the fewest GPUs of a card hold the job, one fewer does not",
   CHECK(one_node->risk == Risk::low);
 }
 
+TEST_CASE("search: fit names vLLM's refusal when no card can start it",
+          "[search]") {
+  // Llama 3 70B's config.json has max_position_embeddings 8192: vLLM refuses
+  // --max-model-len 32768 before it looks at memory, so no card or count
+  // helps, and fit says so instead of suggesting more GPUs.
+  const auto r = test::run_cli(
+      {"fit", "llama3-70b", "--engine", "vllm", "--max-model-len", "32768"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains(
+                        "no configuration fits: vLLM refuses to start on "
+                        "any card: User-specified max_model_len (32768) "
+                        "is greater than the derived max_model_len "
+                        "(max_position_embeddings=8192 in model's "
+                        "config.json). Give --max-model-len 8192 or less"));
+  CHECK_THAT(r.out, !Catch::Contains("raise --max-gpus"));
+}
+
 TEST_CASE("search: fit honours the count of NxNAME and an instance",
           "[search]") {
   const auto r = test::run_cli(

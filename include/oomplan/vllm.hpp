@@ -171,4 +171,10 @@ struct VllmHybridPool {
 VllmHybridPool vllm_hybrid_pool(const VllmHybridLayers& layers, Bytes available,
                                 std::int64_t max_model_len);
 
+// vLLM's refusal of a --max-model-len beyond the model's context, word for
+// word, or "" when the length is accepted (config.py
+// _get_and_verify_max_len). No card or layout changes it.
+std::string vllm_max_model_len_error(const Model& model,
+                                     std::int64_t max_model_len);
+
 }  // namespace oomplan
