@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
-binary = sys.argv[1] if len(sys.argv) > 1 else str(root / "build" / "oomplan")
+binary = str(Path(sys.argv[1]).resolve()) if len(sys.argv) > 1 else str(root / "build" / "oomplan")
 readme = root / "README.md"
 lines = readme.read_text().split("\n")
 out = []
@@ -27,8 +27,10 @@ while i < len(lines):
     while i < len(lines) and lines[i] != "```":
         if lines[i].startswith("$ oomplan "):
             command = lines[i]
+            # From the repository root, as the test runs them: examples name
+            # files by their repository path (tests/data/...).
             run = subprocess.run([binary] + shlex.split(command[len("$ oomplan "):]),
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, cwd=root)
             out.append(command)
             out.extend((run.stdout + run.stderr).rstrip("\n").split("\n"))
         i += 1

@@ -558,10 +558,24 @@ std::vector<ReadmeExample> readme_examples(const std::string& readme) {
   return examples;
 }
 
+// The working directory for the scope of one object, restored after.
+struct WorkingDirectory {
+  std::filesystem::path saved = std::filesystem::current_path();
+  explicit WorkingDirectory(const std::filesystem::path& dir) {
+    std::filesystem::current_path(dir);
+  }
+  ~WorkingDirectory() { std::filesystem::current_path(saved); }
+  WorkingDirectory(const WorkingDirectory&) = delete;
+  WorkingDirectory& operator=(const WorkingDirectory&) = delete;
+};
+
 TEST_CASE("cli: every README example prints what the binary prints", "[cli]") {
   const std::string readme = oomplan::test::read_required_file(
       std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
   const auto examples = readme_examples(readme);
+  // The examples name files by their path in the repository (tests/data/...),
+  // as a reader runs them from a clone's root.
+  const WorkingDirectory cwd(OOMPLAN_SOURCE_DIR);
   // The opening example, the fix checklist, sizing, the errors, ...
   CHECK(examples.size() >= 12);
   for (const ReadmeExample& example : examples) {
