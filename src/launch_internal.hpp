@@ -179,6 +179,10 @@ std::string hf_attention(KeyReader& keys, std::string_view key,
                          std::string_view name);
 // HF `fsdp` (string or list) + `fsdp_config` (object or path).
 void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load);
+// --fsdp-version for a plan with --fsdp: `version` as read at `key`, else
+// the default of transformers and accelerate, FSDP1.
+void mark_fsdp_version(LaunchPlan& plan, std::optional<std::int64_t> version,
+                       const std::string& key);
 // Loads a file another file names; Error naming `key` when it is missing.
 std::string load_named(const KeyReader& keys, std::string_view key,
                        const std::string& path, const FileLoader& load);

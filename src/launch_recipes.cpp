@@ -115,7 +115,6 @@ constexpr std::array k_axolotl_unused = {
     "flash_optimum",
     "fix_untrained_tokens",
     "fsdp_final_state_dict_type",
-    "fsdp_version",
     "gc_steps",
     "gpu_memory_limit",
     "greater_is_better",
@@ -476,10 +475,27 @@ void read_axolotl(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
   // FSDP: `fsdp` list or `fsdp_config` (newer axolotl: fsdp_config alone with
   // fsdp_version 2 turns FSDP on, FULL_SHARD unless reshard_after_forward is
   // false).
+  // The version inside fsdp_config, seen before read_hf_fsdp reads it: the
+  // fallback below may turn --fsdp on after that read.
+  std::optional<std::int64_t> config_version;
+  std::string config_version_key;
+  for (const char* k : {"fsdp_config.fsdp_version", "fsdp_config.version"}) {
+    if (const Json* v = keys.peek(k); v != nullptr && v->is_number_integer()) {
+      config_version = v->get<std::int64_t>();
+      config_version_key = k;
+    }
+  }
   read_hf_fsdp(keys, plan, load);
   if (keys.has("fsdp_config") && find_option(plan, "--zero") == nullptr &&
       find_option(plan, "--fsdp") == nullptr) {
     set_option(plan, "--fsdp", "", "fsdp_config");
+  }
+  // axolotl's top-level fsdp_version (utils/schemas/config.py) picks
+  // accelerate's FSDP1 or FSDP2; absent, accelerate's FSDP1.
+  if (const auto top = keys.integer("fsdp_version", 1, 2)) {
+    mark_fsdp_version(plan, top, "fsdp_version");
+  } else {
+    mark_fsdp_version(plan, config_version, config_version_key);
   }
   TrainerValues trainer;
   trainer.batch = micro;

@@ -331,6 +331,23 @@ std::string hf_attention(KeyReader& keys, std::string_view key,
                              echo(name)));
 }
 
+void mark_fsdp_version(LaunchPlan& plan, std::optional<std::int64_t> version,
+                       const std::string& key) {
+  if (find_option(plan, "--fsdp") == nullptr) {
+    return;  // SHARD_GRAD_OP or no FSDP: --fsdp-version applies to --fsdp
+  }
+  if (version) {
+    set_option(plan, "--fsdp-version", fmt::format("{}", *version), key);
+  } else if (find_option(plan, "--fsdp-version") == nullptr) {
+    // accelerate utils/dataclasses.py FullyShardedDataParallelPlugin:
+    // fsdp_version defaults to 1 (FSDP_VERSION unset),
+    // FullyShardedDataParallel.
+    set_default(plan, "--fsdp-version", "1",
+                "transformers and accelerate wrap with FSDP1 "
+                "(FullyShardedDataParallel) unless fsdp_version is 2");
+  }
+}
+
 void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load) {
   // `fsdp`: "full_shard auto_wrap" or a list (transformers trainer_utils.py
   // FSDPOption); axolotl also accepts the list form.
@@ -360,12 +377,15 @@ void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load) {
   const Json* config = keys.peek("fsdp_config");
   if (config == nullptr) {
     keys.read("fsdp_config");  // present but null
+    mark_fsdp_version(plan, std::nullopt, "");
     return;
   }
   std::optional<Json> loaded;
   std::optional<KeyReader> file_keys;
   KeyReader* r = &keys;
   std::string base = "fsdp_config";
+  std::optional<std::int64_t> version;
+  std::string version_key;
   if (config->is_string()) {
     keys.read("fsdp_config");
     const std::string path = config->get<std::string>();
@@ -424,7 +444,12 @@ void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load) {
       if (r->boolean(path).value_or(false)) {
         r->fail(path, "PyTorch/XLA FSDP is not modelled");
       }
-    } else if (bare == "version" || bare == "min_num_params" ||
+    } else if (bare == "version") {
+      // transformers TrainingArguments fsdp_config["version"] becomes
+      // accelerate's FullyShardedDataParallelPlugin(fsdp_version=...).
+      version = r->integer(path, 1, 2);
+      version_key = path;
+    } else if (bare == "min_num_params" ||
                bare == "transformer_layer_cls_to_wrap" ||
                bare == "backward_prefetch" || bare == "forward_prefetch" ||
                bare == "limit_all_gathers" || bare == "use_orig_params" ||
@@ -438,6 +463,7 @@ void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load) {
       r->unused(path);
     }
   }
+  mark_fsdp_version(plan, version, version_key);
   if (file_keys) {
     LaunchPlan sub;
     file_keys->finish(sub);
@@ -1332,6 +1358,11 @@ void read_accelerate(KeyReader& keys, LaunchPlan& plan,
       }
     }
     (void)sharded;
+    mark_fsdp_version(plan,
+                      keys.has("fsdp_config.fsdp_version")
+                          ? std::optional<std::int64_t>(version)
+                          : std::nullopt,
+                      "fsdp_config.fsdp_version");
     if (keys.boolean("fsdp_config.fsdp_offload_params").value_or(false)) {
       set_option(plan, "--offload", "all", "fsdp_config.fsdp_offload_params");
     }

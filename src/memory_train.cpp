@@ -42,6 +42,14 @@ namespace {
 // its allocations add up to.
 constexpr double k_train_reserve = 0.08;
 
+// FSDP1's rate limiter (limit_all_gathers=True: the default since torch 2.1,
+// False in the torch 1.13-2.0 FullyShardedDataParallel signature):
+// at most two unsharded flat parameters whose free is still pending on the
+// compute stream (torch/distributed/fsdp/_limiter_utils.py _FreeEventQueue
+// _max_num_inflight_all_gathers = 2; _runtime_utils.py _unshard
+// dequeue_if_needed + event.synchronize() before the next all-gather).
+constexpr double k_fsdp1_inflight_all_gathers = 2.0;
+
 // bitsandbytes blockwise 8-bit optimizer states: uint8 codes plus one fp32
 // absmax per 256-element block (bitsandbytes/optim/optimizer.py
 // Optimizer2State.init_state: blocks = ceil(n / 256)).
@@ -566,6 +574,39 @@ std::int64_t stage_begin(std::int64_t layers, int pp, int stage) {
   return stage * base + std::min<std::int64_t>(stage, extra);
 }
 
+// FSDP1's memory for its largest wrapped unit of `params` elements (as split
+// by tp) sharded over `dp` ranks in `bytes`-byte elements.
+struct FsdpOneUnits {
+  double unsharded_bytes = 0;      // the padded all-gather output
+  double grad_bytes = 0;           // the unit's unsharded flat gradient
+  double grad_pad_copy_bytes = 0;  // F.pad's copy when numel % dp != 0
+  double grad_shard_bytes = 0;     // the reduce-scatter output
+  double held_param_bytes = 0;     // freed all-gather outputs, not reusable
+  double held_grad_bytes = 0;      // a gradient the reduce-scatter still reads
+};
+
+FsdpOneUnits fsdp1_units(double params, double dp, double bytes) {
+  FsdpOneUnits u;
+  // One FlatParameter per wrapped unit, padded to a multiple of the world
+  // size (torch/distributed/fsdp/_flat_param.py FlatParamHandle._get_shard:
+  // chunk(world_size), numel_to_pad = world_size * chunk - numel).
+  const double padded = std::ceil(params / dp) * dp;
+  u.unsharded_bytes = padded * bytes;
+  u.grad_bytes = params * bytes;
+  u.grad_pad_copy_bytes = padded > params ? padded * bytes : 0.0;
+  u.grad_shard_bytes = padded / dp * bytes;
+  // record_stream keeps a freed block out of reuse until the stream it was
+  // recorded on passes that point (CUDACachingAllocator free: insert_events;
+  // allocated_bytes drops at once, reserved does not). Of the frees the rate
+  // limiter lets pend, the oldest is synchronized before the next
+  // all-gather allocates and serves it; the others stay held.
+  u.held_param_bytes = (k_fsdp1_inflight_all_gathers - 1.0) * u.unsharded_bytes;
+  // The reduce-scatter of a unit's gradient overlaps the next unit's backward
+  // on the compute stream, so that gradient's block is not reusable then.
+  u.held_grad_bytes = u.grad_bytes;
+  return u;
+}
+
 // Everything one GPU holds, by component, at one phase.
 struct Parts {
   double weights = 0;
@@ -599,6 +640,7 @@ struct StageResult {
   Phase phase = Phase::forward;
   std::array<Parts, k_max_moments> moments{};  // in k_moments order
   double paged = 0;    // paged optimizer states (unified memory)
+  double held = 0;     // reserved, not allocated: FSDP1 record_stream blocks
   double host = 0;     // CPU RAM this GPU's offload needs
   double weights = 0;  // for the stages table
   double activations = 0;
@@ -977,8 +1019,39 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     // them gathered (2 x vocab x hidden x 2 B more).
     const double vocab_unit =
         std::max(first ? embed : 0.0, last ? head : 0.0) * d / t;
-    buffers += std::max(2.0 * layer_w, layer_w + vocab_unit) +
-               (full ? largest * d : 0.0);
+    if (setup.fsdp && setup.fsdp_version == 1) {
+      const FsdpOneUnits u = fsdp1_units(largest, dp, d);
+      if (full) {
+        layer_w = u.unsharded_bytes;
+      }
+      // The root unit (embedding, final norm and lm_head under a
+      // transformer-layer wrap: accelerate TRANSFORMER_BASED_WRAP, torchtune
+      // 0.1's decoder-layer policy) stays unsharded from forward through
+      // backward (torch/distributed/fsdp/_runtime_utils.py
+      // _post_forward_reshard frees only `not state._is_root`). The unit
+      // computing and the one prefetched (BACKWARD_PRE, the default
+      // backward_prefetch) are unsharded next to it.
+      const double root = ((first ? embed : 0.0) + (last ? head : 0.0) +
+                           (pp > 1 && last && head == 0 ? embed : 0.0)) *
+                          d / t;
+      buffers += 2.0 * layer_w + root;
+      if (full) {
+        // The unit's unsharded flat gradient, the padded copy the
+        // reduce-scatter takes when the unit does not divide by the world
+        // size and its sharded output (_runtime_utils.py _post_backward_hook:
+        // F.pad(unsharded_grad, [0, numel_to_pad]), new_sharded_grad).
+        buffers += u.grad_bytes + u.grad_pad_copy_bytes + u.grad_shard_bytes;
+      }
+      // Blocks the caching allocator holds for a stream after their free:
+      // all-gather outputs freed with record_stream on the compute stream
+      // (_flat_param.py _free_unsharded_flat_param), and the gradient handed
+      // to the post_backward stream (_post_backward_hook
+      // _no_dispatch_record_stream(autograd_computed_grad)).
+      out.held = u.held_param_bytes + (full ? u.held_grad_bytes : 0.0);
+    } else {
+      buffers += std::max(2.0 * layer_w, layer_w + vocab_unit) +
+                 (full ? largest * d : 0.0);
+    }
   } else if (zero >= 1 && dp > 1) {
     // DeepSpeed ZeRO-1/2 reduce buckets, double-buffered (contiguous
     // gradients ipg_buffer), at the HF "auto" size hidden^2.
@@ -1334,8 +1407,8 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
     const StageResult r = train_stage(model, setup, counts, s);
     // A stage's device total, as total_bytes counts it (paged states
     // before any spill to the host).
-    const double device =
-        r.peak.allocated() * (1.0 + reserve) + static_cast<double>(overhead);
+    const double device = r.peak.allocated() * (1.0 + reserve) + r.held +
+                          static_cast<double>(overhead);
     const double total = device + r.paged;
     const double room =
         std::max(0.0, static_cast<double>(budget.usable_bytes) - device);
@@ -1368,8 +1441,9 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   const Bytes allocated =
       weights + activations + logits + gradients + optimizer_alloc + buffers;
 
+  const Bytes held = saturated_bytes(worst.held);
   const Bytes fragmentation =
-      saturated_bytes(static_cast<double>(allocated) * reserve);
+      saturated_bytes(static_cast<double>(allocated) * reserve) + held;
 
   // Paged states live in unified memory: they occupy the device as long as
   // it has room and spill to host RAM beyond that (cudaMallocManaged
@@ -1397,7 +1471,7 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
     const Bytes moment_device =
         moment_allocated +
         saturated_bytes(static_cast<double>(moment_allocated) * reserve) +
-        overhead + paged_device;
+        held + overhead + paged_device;
     budget.moments[i] = Moment{k_moments[i].name, k_moments[i].phase,
                                moment_allocated, moment_device};
   }
@@ -1429,7 +1503,10 @@ void add_training(const Model& model, const Gpu& gpu, const Resolved& setup,
   }
   budget.add("overhead", overhead, "CUDA context + cuBLAS workspace + NCCL");
   budget.add("fragmentation", fragmentation,
-             "allocated x caching-allocator reserve");
+             held > 0 ? "allocated x caching-allocator reserve + FSDP1 blocks "
+                        "held by record_stream (an all-gather output, a unit's "
+                        "gradient)"
+                      : "allocated x caching-allocator reserve");
 
   const double worst_host = worst.host + static_cast<double>(paged_host);
   if (setup.pp > 1) {

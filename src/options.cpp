@@ -307,7 +307,10 @@ const std::array k_rows = {
       if (!s.training()) {
         return std::string();
       }
-      return s.fsdp ? std::string("fsdp") : fmt::format("zero {}", s.zero);
+      if (s.fsdp) {
+        return std::string(s.fsdp_version == 1 ? "fsdp1" : "fsdp");
+      }
+      return fmt::format("zero {}", s.zero);
     },
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.zero}}; }},
   OptionRow{
@@ -317,6 +320,20 @@ const std::array k_rows = {
     [](const OptionContext& c) { return c.setup.fsdp ? Words{"--fsdp"} : Words{}; },
     [](const OptionContext&) { return std::string(); },  // in zero's fragment
     [](const OptionContext& c) { return SetupValue{c.resolved.fsdp}; }},
+  OptionRow{
+    "--fsdp-version", "fsdp_version", OptionGroup::training, "INT",
+    "with --fsdp: 1 FullyShardedDataParallel (flat parameters, HF Trainer and "
+    "accelerate) or 2 fully_shard (torchtune, torchtitan)", "2", nullptr,
+    [](Setup& s, std::string_view t) {
+      s.fsdp_version = static_cast<int>(parse_whole("--fsdp-version", t, 1, 2, ""));
+    },
+    [](const OptionContext& c) {
+      return c.setup.fsdp && c.setup.fsdp_version &&
+                     *c.setup.fsdp_version != k_default_fsdp_version
+                 ? words_of("--fsdp-version", *c.setup.fsdp_version) : Words{};
+    },
+    [](const OptionContext&) { return std::string(); },  // in zero's fragment
+    [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.fsdp_version}}; }},
   OptionRow{
     "--precision", "precision", OptionGroup::training, "NAME",
     "training: mixed (fp32 master + states), pure (all in --dtype) or amp (fp32 params under autocast)", "mixed", precision_names,

@@ -33,6 +33,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.split_layers = s.split_layers;
   r.sequence_parallel = s.sequence_parallel;
   r.fsdp = s.fsdp;
+  r.fsdp_version = s.fsdp_version.value_or(k_default_fsdp_version);
   r.offload = s.offload;
   r.checkpointing = s.checkpointing;
   r.checkpoint_every = s.checkpoint_every;
@@ -133,6 +134,12 @@ std::optional<std::string> check_request(const Setup& s) {
         "--fsdp shards like ZeRO stage 3 and contradicts --zero {}; drop "
         "--zero or use --zero 3",
         *s.zero);
+  }
+  if (s.fsdp_version && !s.fsdp) {
+    return fmt::format(
+        "--fsdp-version {} applies to FSDP FULL_SHARD; add --fsdp or drop "
+        "--fsdp-version",
+        *s.fsdp_version);
   }
   if (s.split_layers && s.tp && *s.tp > 1) {
     return fmt::format(

@@ -77,6 +77,12 @@ enum class VllmEra {
   current,   // >= 0.11
 };
 
+// --fsdp-version's default: 2, PyTorch's fully_shard, which torchtune (since
+// its PRs #1287 and #1517, Aug-Sep 2024) and torchtitan run and what --fsdp
+// has always planned. The HF Trainer and accelerate run FSDP1 unless their
+// config says fsdp_version: 2; their launch readers give --fsdp-version 1.
+inline constexpr int k_default_fsdp_version = 2;
+
 // Setup: what the user asked for, field by field as the option table
 // (options.hpp) parses it. Defaults match DESIGN.md §2; a field that is
 // derived from the model, the card or other fields when left out is a
@@ -103,6 +109,9 @@ struct Setup {
   // Training.
   std::optional<int> zero{};  // ZeRO stage 0-3; nullopt: 3 with fsdp, else 0
   bool fsdp = false;          // sharded by FSDP FULL_SHARD (stage-3 semantics)
+  // --fsdp-version: 1 FullyShardedDataParallel (flat parameters), 2
+  // fully_shard; nullopt: 2.
+  std::optional<int> fsdp_version{};
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
   int checkpoint_every = 2;  // N of --checkpointing every-N
@@ -167,6 +176,7 @@ struct Resolved {
   // Training.
   int zero = 0;
   bool fsdp = false;
+  int fsdp_version = k_default_fsdp_version;  // 1 or 2 (fully_shard)
   Offload offload = Offload::none;
   Checkpointing checkpointing = Checkpointing::none;
   int checkpoint_every = 2;  // N of --checkpointing every-N
