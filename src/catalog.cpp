@@ -438,6 +438,17 @@ Model read_model(const json& object, std::string_view origin, std::string label,
   m.relative_attention_buckets = r.integer("relative_attention_num_buckets",
                                            m.relative_attention_buckets, 0);
   m.extra_params = r.integer("extra_params", m.extra_params, 0);
+  m.vision_image_size = r.integer("vision_image_size", m.vision_image_size, 0);
+  m.vision_patch_size = r.integer("vision_patch_size", m.vision_patch_size, 0);
+  m.vision_temporal_patch_size =
+      r.integer("vision_temporal_patch_size", m.vision_temporal_patch_size, 1);
+  m.vision_merge_size = r.integer("vision_merge_size", m.vision_merge_size, 1);
+  m.vision_hidden_size =
+      r.integer("vision_hidden_size", m.vision_hidden_size, 0);
+  m.vision_intermediate_size =
+      r.integer("vision_intermediate_size", m.vision_intermediate_size, 0);
+  m.vision_layers = r.integer("vision_layers", m.vision_layers, 0);
+  m.vision_gated_mlp = r.boolean("vision_gated_mlp", m.vision_gated_mlp);
 
   if (r.find("checkpoint_quant") != nullptr) {
     const std::string text = r.string("checkpoint_quant", "");

@@ -263,6 +263,16 @@ std::string model(const Model& m) {
         d.linear_value_head_dim);
   f.add("linear_conv_kernel", m.linear_conv_kernel, d.linear_conv_kernel);
   f.add("extra_params", m.extra_params, d.extra_params);
+  f.add("vision_image_size", m.vision_image_size, d.vision_image_size);
+  f.add("vision_patch_size", m.vision_patch_size, d.vision_patch_size);
+  f.add("vision_temporal_patch_size", m.vision_temporal_patch_size,
+        d.vision_temporal_patch_size);
+  f.add("vision_merge_size", m.vision_merge_size, d.vision_merge_size);
+  f.add("vision_hidden_size", m.vision_hidden_size, d.vision_hidden_size);
+  f.add("vision_intermediate_size", m.vision_intermediate_size,
+        d.vision_intermediate_size);
+  f.add("vision_layers", m.vision_layers, d.vision_layers);
+  f.add("vision_gated_mlp", m.vision_gated_mlp, d.vision_gated_mlp);
   f.add_enum("checkpoint_quant", m.checkpoint_quant, d.checkpoint_quant);
   f.add_enum("checkpoint_dtype", m.checkpoint_dtype, d.checkpoint_dtype);
   f.add("official_params", m.official_params, d.official_params);

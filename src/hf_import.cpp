@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -559,6 +560,52 @@ Count qwen25_vision_params(const Config& v) {
          (merged * merged + merged) + (merged * out + out);
 }
 
+// The SigLIP tower's dimensions for vLLM's multimodal profile. Gemma 3
+// pools the (image / patch)² patches to mm_tokens_per_image tokens
+// (Gemma3MultiModalProjector: tokens_per_side = sqrt(mm_tokens_per_image)),
+// so vision_merge_size is patches per side / tokens per side.
+void read_siglip_vision(const Config& root, const Config& v, Model& m) {
+  m.vision_image_size = v.get({"image_size"}, 224);
+  m.vision_patch_size = std::max<std::int64_t>(1, v.get({"patch_size"}, 16));
+  m.vision_hidden_size = v.get({"hidden_size"}, 768);
+  m.vision_intermediate_size = v.get({"intermediate_size"}, 3072);
+  m.vision_layers = v.get({"num_hidden_layers"}, 12);
+  const auto tokens_per_side = static_cast<std::int64_t>(
+      std::sqrt(static_cast<double>(root.get({"mm_tokens_per_image"}, 256))));
+  m.vision_merge_size =
+      std::max<std::int64_t>(1, m.vision_image_size / m.vision_patch_size /
+                                    std::max<std::int64_t>(1, tokens_per_side));
+}
+
+// The Qwen-VL tower's dimensions for vLLM's multimodal profile. The largest
+// image is the processor's max_pixels resized to a multiple of patch x merge
+// (vllm/model_executor/models/qwen2_vl.py
+// Qwen2VLProcessingInfo.get_image_size_with_most_features, smart_resize);
+// max_pixels lives in preprocessor_config.json, not config.json: 12,845,056
+// in Qwen/Qwen2-VL-* and Qwen/Qwen2.5-VL-* -> 3,584 px a side.
+void read_qwen_vision(const Config& v, bool qwen25, Model& m) {
+  constexpr double k_max_pixels = 12845056;
+  m.vision_patch_size = std::max<std::int64_t>(1, v.get({"patch_size"}, 14));
+  m.vision_temporal_patch_size =
+      std::max<std::int64_t>(1, v.get({"temporal_patch_size"}, 2));
+  m.vision_merge_size =
+      std::max<std::int64_t>(1, v.get({"spatial_merge_size"}, 2));
+  const std::int64_t factor = m.vision_patch_size * m.vision_merge_size;
+  m.vision_image_size = static_cast<std::int64_t>(std::sqrt(k_max_pixels) /
+                                                  static_cast<double>(factor)) *
+                        factor;
+  m.vision_layers = v.get({"depth"}, 32);
+  if (qwen25) {
+    m.vision_hidden_size = v.get({"hidden_size"}, 1280);
+    m.vision_intermediate_size = v.get({"intermediate_size"}, 3420);
+    m.vision_gated_mlp = true;  // Qwen2_5_VisionMLP: gate_up_proj + SiLU
+  } else {
+    m.vision_hidden_size = v.get({"embed_dim"}, 1280);
+    m.vision_intermediate_size =
+        (Count(m.vision_hidden_size) * Count(v.get({"mlp_ratio"}, 4))).value();
+  }
+}
+
 // Qwen2-VL vision transformer (modeling_qwen2_vl.py): the same layout with
 // LayerNorms (weight and bias), a GELU MLP of mlp_ratio x embed_dim and a
 // LayerNorm in the merger; the output width is vision_config.hidden_size.
@@ -772,6 +819,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
         m.extra_params = type == "qwen2_vl"
                              ? qwen2_vision_params(*vision).value()
                              : qwen25_vision_params(*vision).value();
+        read_qwen_vision(*vision, type == "qwen2_5_vl", m);
       }
     } else if (type == "mixtral") {
       read_llama_like(root, m, 0, false);
@@ -858,6 +906,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       if (type == "gemma3") {
         if (const auto vision = root.child("vision_config")) {
           m.extra_params = siglip_params(*vision, m.hidden_size).value();
+          read_siglip_vision(root, *vision, m);
         }
       }
     } else if (type == "cohere") {

@@ -285,6 +285,26 @@ struct VllmStage {
   Bytes layer_token = 0;  // KV bytes per token of one layer
 };
 
+// The last stage's sampler run of the profile (below), 0 elsewhere.
+double vllm_text_sampler(const Model& m, const Resolved& s, double t, double h,
+                         double d, double moe_workspace) {
+  // Sampler: lm_head logits for min(max_num_seqs, tokens) rows over the full
+  // (gathered) vocabulary in dtype, plus ~13 B per element of sampler
+  // temporaries (the fp32 logits, and the top-k/top-p sort's values and int64
+  // indices, v1/sample/ops/topk_topp_sampler.py), calibrated on the v0.19
+  // logs (Llama 3.1 bf16 and fp32, Qwen3, Gemma 3); the forward's hidden
+  // states stay referenced meanwhile. The V0 sampler (model_executor/layers/
+  // sampler.py) holds far more at its peak in _apply_top_k_top_p: fp32
+  // logits, sorted values and int64 indices, softmax, cumsum, the int64
+  // inverse permutation and the gathered result, ~37 B per element (1.26 GiB
+  // for Llama-3-8B at 256 sequences, vllm-project/vllm#10511).
+  const double rows = dbl(std::min(s.max_num_seqs, s.max_num_batched_tokens));
+  const double per_element = s.vllm_engine == VllmEngine::v0 ? 37.0 : 13.0;
+  const double sampler =
+      t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + per_element);
+  return sampler;
+}
+
 // Peak torch memory of vLLM's profile run (gpu_model_runner.profile_run):
 // a forward pass over a dummy batch of max_num_batched_tokens tokens, then,
 // on the last pipeline stage, the dummy sampler run over max_num_seqs rows
@@ -344,24 +364,20 @@ Bytes vllm_activation(const Model& m, const Gpu& gpu, const Resolved& s,
       m.num_experts == 0 || m.first_k_dense > 0 || m.moe_every > 1;
   const double forward =
       5.0 * t * h * d + std::max({has_dense ? dense : 0.0, qkv, moe_forward});
-  if (!r.last) {
-    return saturated_bytes(forward);
-  }
-  // Sampler: lm_head logits for min(max_num_seqs, tokens) rows over the full
-  // (gathered) vocabulary in dtype, plus ~13 B per element of sampler
-  // temporaries (the fp32 logits, and the top-k/top-p sort's values and int64
-  // indices, v1/sample/ops/topk_topp_sampler.py), calibrated on the v0.19
-  // logs (Llama 3.1 bf16 and fp32, Qwen3, Gemma 3); the forward's hidden
-  // states stay referenced meanwhile. The V0 sampler (model_executor/layers/
-  // sampler.py) holds far more at its peak in _apply_top_k_top_p: fp32
-  // logits, sorted values and int64 indices, softmax, cumsum, the int64
-  // inverse permutation and the gathered result, ~37 B per element (1.26 GiB
-  // for Llama-3-8B at 256 sequences, vllm-project/vllm#10511).
-  const double rows = dbl(std::min(s.max_num_seqs, s.max_num_batched_tokens));
-  const double per_element = s.vllm_engine == VllmEngine::v0 ? 37.0 : 13.0;
-  const double sampler =
-      t * h * d + moe_workspace + rows * dbl(m.vocab_size) * (d + per_element);
-  return saturated_bytes(std::max(forward, sampler));
+  const double text =
+      r.last ? vllm_text_sampler(m, s, t, h, d, moe_workspace) : 0.0;
+  // Multimodal models run their dummy images through the vision tower
+  // first, on every pipeline stage (profile_run before _dummy_run); the
+  // pixel values stay referenced, and in V1 the encoder outputs stay in
+  // encoder_cache, through the text dummy run (vllm.hpp
+  // vllm_vision_profile). The peak is the larger of the tower's forward and
+  // the text profile on top of what the images left.
+  const VllmVisionProfile vision = vllm_vision_profile(
+      m, s.vllm_release, s.vllm_engine, s.dtype, tp, s.max_num_seqs,
+      s.max_num_batched_tokens, s.max_model_len);
+  const double held = dbl(vision.pixel_bytes) + dbl(vision.encoder_cache);
+  const double tower = dbl(vision.pixel_bytes) + dbl(vision.tower_bytes);
+  return saturated_bytes(std::max(tower, held + std::max(forward, text)));
 }
 
 // Memory outside PyTorch's allocator that the profiler counts (vllm.hpp):
@@ -721,9 +737,16 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
                    "non-torch - CUDA graphs (vLLM determine_available_memory)"
                  : "gpu_util x capacity - weights - activation peak - "
                    "non-torch (vLLM determine_available_memory)");
-  budget.add("activations", worst.activation,
-             "profile run: max(forward over max_num_batched_tokens, hidden + "
-             "sampler over max_num_seqs x vocab x (dtype + 13 B))");
+  // Component formulas are string literals (Component::formula is a view).
+  const bool vision = vision_tokens_per_image(m) > 0;
+  budget.add(
+      "activations", worst.activation,
+      vision ? "profile run: max(vision tower over the dummy images (V0 "
+               "max_num_batched_tokens // image tokens, V1 the encoder "
+               "budget) + fp32 pixels, pixels + V1 encoder cache + max(text "
+               "forward, hidden + sampler))"
+             : "profile run: max(forward over max_num_batched_tokens, hidden "
+               "+ sampler over max_num_seqs x vocab x (dtype + 13 B))");
   budget.add("overhead", worst.non_torch,
              "non-torch memory after the profiler's baseline: modules and "
              "handles, custom all-reduce and NCCL buffers (with P2P), the "

@@ -60,6 +60,11 @@ std::optional<ModelProblem> check_bounds(const Model& m) {
   const std::int64_t ssm_min = mamba || mamba2 ? 1 : 0;
   const std::int64_t mamba2_min = mamba2 ? 1 : 0;
   const std::int64_t delta_min = delta ? 1 : 0;
+  // A described vision tower needs its image, patch and widths; 65,536
+  // pixels a side is far above any processor's largest image (Qwen2.5-VL's
+  // 3,584).
+  const std::int64_t vision_min = m.vision_layers > 0 ? 1 : 0;
+  constexpr std::int64_t k_max_vision_image = 65536;
   // clang-format off
   const Bound bounds[] = {
       {"hidden_size",                     m.hidden_size,                     1, k_max_hidden},
@@ -101,6 +106,13 @@ std::optional<ModelProblem> check_bounds(const Model& m) {
       {"linear_value_head_dim",           m.linear_value_head_dim,           delta_min, k_max_head_dim},
       {"linear_conv_kernel",              m.linear_conv_kernel,              delta_min, k_max_conv_kernel},
       {"extra_params",                    m.extra_params,                    0, max_params},
+      {"vision_image_size",               m.vision_image_size,               vision_min, k_max_vision_image},
+      {"vision_patch_size",               m.vision_patch_size,               vision_min, k_max_vision_image},
+      {"vision_temporal_patch_size",      m.vision_temporal_patch_size,      1, k_max_vision_image},
+      {"vision_merge_size",               m.vision_merge_size,               1, k_max_vision_image},
+      {"vision_hidden_size",              m.vision_hidden_size,              vision_min, k_max_hidden},
+      {"vision_intermediate_size",        m.vision_intermediate_size,        vision_min, k_max_intermediate},
+      {"vision_layers",                   m.vision_layers,                   0, k_max_layers},
       {"params",                          m.params,                          0, max_params},
       {"params_active",                   m.params_active,                   0, max_params},
       {"official_params",                 m.official_params,                 0, max_params},

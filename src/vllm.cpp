@@ -1,5 +1,7 @@
 #include "oomplan/vllm.hpp"
 
+#include "oomplan/memory.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -92,6 +94,89 @@ bool multimodal(const Model& model) {
 }
 
 }  // namespace
+
+std::int64_t vision_tokens_per_image(const Model& model) {
+  if (model.vision_layers <= 0 || model.vision_patch_size <= 0) {
+    return 0;
+  }
+  const std::int64_t side = model.vision_image_size / model.vision_patch_size;
+  const std::int64_t merge = std::max<std::int64_t>(1, model.vision_merge_size);
+  return std::max<std::int64_t>(1, (side / merge) * (side / merge));
+}
+
+VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
+                                      VllmEngine engine, Dtype dtype, int tp,
+                                      std::int64_t max_num_seqs,
+                                      std::int64_t max_num_batched_tokens,
+                                      std::int64_t max_model_len) {
+  VllmVisionProfile p;
+  const std::int64_t tpi = vision_tokens_per_image(model);
+  if (tpi == 0) {
+    return p;
+  }
+  const std::int64_t side = model.vision_image_size / model.vision_patch_size;
+  p.tokens_per_image = tpi;
+  p.patches_per_image = side * side;
+  const std::int64_t seqs = std::max<std::int64_t>(1, max_num_seqs);
+  const std::int64_t batched =
+      std::max<std::int64_t>(1, max_num_batched_tokens);
+  if (engine == VllmEngine::v0) {
+    // worker/model_runner.py _dummy_run: max_num_seqs = min(max_num_seqs,
+    // max_num_batched_tokens // get_max_multimodal_tokens()), at least 1;
+    // each dummy sequence carries limit_mm_per_prompt images (1 in V0,
+    // config.py get_limit_per_prompt).
+    p.images = std::clamp<std::int64_t>(batched / tpi, 1, seqs);
+  } else {
+    // v1/core/encoder_cache_manager.py compute_mm_encoder_budget: both
+    // budgets are max(max_num_batched_tokens, max tokens per item)
+    // (SchedulerConfig sets max_num_encoder_input_tokens = encoder_cache_size
+    // = max_num_batched_tokens).
+    p.encoder_budget = std::max(batched, tpi);
+    // MultiModalBudget.get_max_items (v1/worker/utils.py 0.11,
+    // multimodal/encoder_budget.py later): budget // tokens, at most
+    // max_num_seqs x max(1, min(limit 999, max_model_len // tokens)) (V1's
+    // default limit, config/multimodal.py); 0.8.5's profile_run took
+    // cdiv(budget, tokens) instead (the release it changed in is not pinned:
+    // ceil up to 0.10, floor from 0.11 here).
+    const std::int64_t by_budget = version < v(0, 11)
+                                       ? ceil_div(p.encoder_budget, tpi)
+                                       : p.encoder_budget / tpi;
+    const std::int64_t per_prompt = std::clamp<std::int64_t>(
+        std::max<std::int64_t>(0, max_model_len) / tpi, 1, 999);
+    p.images =
+        std::max<std::int64_t>(1, std::min(by_budget, seqs * per_prompt));
+  }
+  const double d = dtype_bytes(dtype);
+  const double patches = dbl(p.images) * dbl(p.patches_per_image);
+  const double hv = dbl(model.vision_hidden_size);
+  const double iv = dbl(model.vision_intermediate_size);
+  // pixel_values as the HF image processor returns them (float32), moved to
+  // the GPU by _get_mm_dummy_batch and referenced by profile_run until it
+  // returns: C x temporal x patch² values per patch.
+  const double pixel_values = 3.0 * dbl(model.vision_temporal_patch_size) *
+                              dbl(model.vision_patch_size) *
+                              dbl(model.vision_patch_size);
+  p.pixel_bytes = saturated_bytes(patches * pixel_values * 4.0);
+  // One encoder layer at its peak, the towers in vLLM being tensor-parallel
+  // (siglip.py SiglipAttention/SiglipMLP, qwen2_5_vl.py Qwen2_5_VisionBlock:
+  // QKVParallelLinear, ColumnParallelLinear): the residual, the normed input
+  // and the layer output (3 x hidden), next to the larger of attention (qkv
+  // 3h/tp + output h/tp; flash / SDPA kernels keep no patches² scores) and
+  // the MLP (fc1 + GELU 2I/tp, or Qwen2.5-VL's gate_up + SiLU 3I/tp).
+  const double mlp = (model.vision_gated_mlp ? 3.0 : 2.0) * iv / tp;
+  const double attention = 4.0 * hv / tp;
+  p.tower_bytes =
+      saturated_bytes(patches * (3.0 * hv + std::max(mlp, attention)) * d);
+  if (engine == VllmEngine::v1) {
+    // profile_run keeps every image's output (tokens x text hidden) in
+    // self.encoder_cache until the text dummy run and sampler are done
+    // (main; 0.10-0.11 padded each output to encoder_budget rows, not
+    // modelled).
+    p.encoder_cache =
+        saturated_bytes(dbl(p.images) * dbl(tpi) * dbl(model.hidden_size) * d);
+  }
+  return p;
+}
 
 std::optional<VllmVersion> vllm_version_from_text(std::string_view text) {
   // "X.Y" or "X.Y.Z", an optional leading 'v'; numbers of at most 4 digits.

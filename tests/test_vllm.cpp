@@ -1,6 +1,8 @@
 #include "support.hpp"
 
+#include "oomplan/catalog.hpp"
 #include "oomplan/memory.hpp"
+#include "oomplan/vllm.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -1003,4 +1005,103 @@ TEST_CASE(
   CHECK_THAT(text.out, Catch::Contains("but vLLM would not start: No available "
                                        "memory for the cache blocks"));
   CHECK_FALSE(prints_negative_gib(text.out));
+}
+
+namespace {
+
+// Qwen/Qwen2.5-VL-7B-Instruct config.json (text and vision_config fields
+// that matter); max_pixels 12,845,056 is its preprocessor_config.json.
+oomplan::Model qwen25_vl_7b() {
+  return oomplan::import_hf_config(
+      R"({"model_type": "qwen2_5_vl", "hidden_size": 3584,
+          "num_hidden_layers": 28, "num_attention_heads": 28,
+          "num_key_value_heads": 4, "intermediate_size": 18944,
+          "vocab_size": 152064, "tie_word_embeddings": false,
+          "max_position_embeddings": 128000,
+          "vision_config": {"depth": 32, "hidden_size": 1280,
+            "intermediate_size": 3420, "num_heads": 16, "in_chans": 3,
+            "out_hidden_size": 3584, "patch_size": 14,
+            "spatial_merge_size": 2, "temporal_patch_size": 2}})",
+      "qwen2.5-vl-7b/config.json");
+}
+
+}  // namespace
+
+TEST_CASE("vllm: Qwen2.5-VL-7B profiles one 3584-pixel image in V1", "[vllm]") {
+  const Model m = qwen25_vl_7b();
+  // smart_resize to max_pixels: floor(sqrt(12,845,056) / 28) x 28 = 3,584
+  // px a side -> 256 x 256 = 65,536 patches / 2² = 16,384 tokens.
+  CHECK(m.vision_image_size == 3584);
+  CHECK(vision_tokens_per_image(m) == 16384);
+  // H100 V1 defaults: 1024 sequences, 8192 batched tokens. Encoder budget
+  // max(8192, 16384) = 16384 -> 16384 // 16384 = 1 image.
+  const VllmVisionProfile p =
+      vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
+                          1, 1024, 8192, 32768);
+  CHECK(p.encoder_budget == 16384);
+  CHECK(p.images == 1);
+  CHECK(p.patches_per_image == 65536);
+  // Tower: 65,536 patches x (3 x 1280 + max(gate_up + SiLU 3 x 3420, qkv +
+  // out 4 x 1280)) x 2 B = 65,536 x 14,100 x 2 = 1,848,115,200 B.
+  CHECK(p.tower_bytes == 1'848'115'200);
+  // fp32 pixels: 65,536 x (3 x 2 x 14²) x 4 B = 308,281,344 B.
+  CHECK(p.pixel_bytes == 308'281'344);
+  // Encoder cache: 16,384 tokens x 3,584 x 2 B = 117,440,512 B.
+  CHECK(p.encoder_cache == 117'440'512);
+  // At TP2 the tower's MLP halves: 65,536 x (3,840 + 5,130) x 2 B.
+  CHECK(vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1,
+                            Dtype::bf16, 2, 1024, 8192, 32768)
+            .tower_bytes == 65536LL * (3840 + 5130) * 2);
+}
+
+TEST_CASE("vllm: V0 profiles batched // tokens images, V1 its encoder budget",
+          "[vllm]") {
+  const Model& m = find_model(test::catalog(), "gemma-3-4b");
+  // (896 / 14)² = 4096 patches pooled 4 x 4 -> 256 tokens per image.
+  CHECK(vision_tokens_per_image(m) == 256);
+  // V0 (worker/model_runner.py _dummy_run): min(256 seqs, 32768 // 256 =
+  // 128) = 128 sequences of one image each.
+  const VllmVisionProfile v0 =
+      vllm_vision_profile(m, VllmVersion{0, 7, 3}, VllmEngine::v0, Dtype::bf16,
+                          1, 256, 32768, 32768);
+  CHECK(v0.images == 128);
+  CHECK(v0.encoder_budget == 0);
+  CHECK(v0.encoder_cache == 0);
+  // 128 x 4096 = 524,288 patches x (3 x 1152 + 2 x 4304) x 2 B.
+  CHECK(v0.tower_bytes == 12'650'020'864);
+  CHECK(v0.pixel_bytes == 524'288LL * 3 * 14 * 14 * 4);
+  // V1 (0.19, 8192 tokens): budget 8192 // 256 = 32 images (per prompt
+  // min(999, 32768 // 256) = 128, x 256 sequences: no cap).
+  const VllmVisionProfile v1 =
+      vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
+                          1, 256, 8192, 32768);
+  CHECK(v1.images == 32);
+  CHECK(v1.tower_bytes == 3'162'505'216);
+  CHECK(v1.encoder_cache == 32LL * 256 * 2560 * 2);
+  // A text-only model has no vision profile.
+  CHECK(vllm_vision_profile(find_model(test::catalog(), "gemma-3-1b"),
+                            VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
+                            1, 256, 8192, 32768)
+            .images == 0);
+}
+
+TEST_CASE("vllm: Gemma 3 4B's V0 image profile overflows an L4 text fits on",
+          "[vllm]") {
+  const Catalog& cat = test::catalog();
+  const Model& m = find_model(cat, "gemma-3-4b");
+  Model text_only = m;
+  text_only.vision_layers = 0;
+  const Gpu& g = find_gpu(cat, "L4");
+  Setup s;
+  s.engine = Engine::vllm;
+  s.vllm_release = VllmVersion{0, 7, 3};  // V0: one prompt of 32768 tokens
+  s.max_model_len = 32768;
+  const Budget text = memory(text_only, g, resolve(text_only, g, s));
+  const Budget mm = memory(m, g, resolve(m, g, s));
+  CHECK(text.fits());
+  CHECK_FALSE(mm.fits());
+  // The activation peak is the tower over 128 images (12.65 GB) plus the
+  // fp32 pixels (1.23 GB), above the text profile.
+  CHECK(mm.vllm->activation_peak_bytes == 12'650'020'864 + 1'233'125'376);
+  CHECK(text.vllm->activation_peak_bytes < 4 * k_gib);
 }

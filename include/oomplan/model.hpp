@@ -134,6 +134,20 @@ struct Model {
   // checkpoint holds.
   std::int64_t extra_params = 0;
 
+  // The vision tower of a vision-language checkpoint (vision_layers 0: none
+  // described): what vLLM's start-up profile runs its dummy images through.
+  // One image of the largest size is (image / patch)² patches; every
+  // merge x merge patches become one decoder token.
+  std::int64_t vision_image_size = 0;  // side in pixels of the largest image
+  std::int64_t vision_patch_size = 0;
+  std::int64_t vision_temporal_patch_size = 1;  // frames per patch (Qwen-VL 2)
+  std::int64_t vision_merge_size = 1;  // Qwen-VL spatial_merge_size, Gemma 3
+                                       // pooling (64² patches -> 16² tokens)
+  std::int64_t vision_hidden_size = 0;
+  std::int64_t vision_intermediate_size = 0;
+  std::int64_t vision_layers = 0;
+  bool vision_gated_mlp = false;  // gate_up + SiLU (Qwen2.5-VL) vs fc1 + GELU
+
   // The checkpoint's own weight format (`--quant auto`); Quant::none means
   // dtype weights.
   Quant checkpoint_quant = Quant::none;

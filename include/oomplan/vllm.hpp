@@ -148,6 +148,29 @@ std::int64_t vllm_graph_count(VllmGraphMode mode,
                               const std::vector<std::int64_t>& sizes,
                               std::int64_t max_num_seqs);
 
+// The multimodal part of the start-up profile: dummy images of the model's
+// largest size run through the vision tower before the text dummy batch
+// (V1 gpu_model_runner.py profile_run, V0 worker/model_runner.py
+// _dummy_run). All zero for a model without a described vision tower.
+struct VllmVisionProfile {
+  std::int64_t images = 0;            // dummy images profiled
+  std::int64_t tokens_per_image = 0;  // decoder tokens of one largest image
+  std::int64_t patches_per_image = 0;
+  std::int64_t encoder_budget = 0;  // V1 encoder cache budget, tokens (V0: 0)
+  Bytes pixel_bytes = 0;    // fp32 pixel_values, held for the whole profile
+  Bytes tower_bytes = 0;    // the tower's forward peak over all images
+  Bytes encoder_cache = 0;  // V1: encoder outputs kept in encoder_cache
+                            // during the text dummy run
+};
+// Decoder tokens of one image of the largest size: (image / patch)² /
+// merge² (0 without a vision tower).
+std::int64_t vision_tokens_per_image(const Model& model);
+VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
+                                      VllmEngine engine, Dtype dtype, int tp,
+                                      std::int64_t max_num_seqs,
+                                      std::int64_t max_num_batched_tokens,
+                                      std::int64_t max_model_len);
+
 // V1's pool for a model that mixes attention layers with state-space
 // (mamba, gated delta net) layers, on one worker
 // (model_executor/models/config.py HybridAttentionMambaModelConfig,
