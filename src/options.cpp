@@ -756,7 +756,7 @@ const std::array k_rows = {
     }},
   OptionRow{
     "--min-headroom", "min_headroom_bytes", OptionGroup::overrides, "GIB|PCT%",
-    "free memory a plan must keep to count as fitting: GiB, or a share such as 10%",
+    "free memory a plan should keep, in GiB or as a share such as 10%: below it plan warns (low headroom) and check fails the plan",
     "5% of the card (vLLM: none)", nullptr,
     [](Setup& s, std::string_view t) {
       if (!t.empty() && t.back() == '%') {

@@ -60,7 +60,8 @@ Commands build(CLI::App& app, std::optional<std::string> only) {
   app.set_version_flag("--version", "oomplan 0.1.0");
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 fits, 1 does not fit, 2 bad input.\n"
+      "Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 internal error "
+      "(a bug).\n"
       "Example: oomplan llama3-70b --gpus 4xA100-80 --seq 8192");
   // A repeated option takes its last value, so a script can append overrides
   // to a fix's args.
