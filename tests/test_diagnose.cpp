@@ -90,6 +90,10 @@ const OomMessage& first(const Diagnosis& d) {
   REQUIRE(!d.messages.empty());
   return d.messages.front();
 }
+// A temporary Diagnosis gives a copy: a reference into it would dangle.
+OomMessage first(Diagnosis&& d) {
+  return first(d);
+}
 
 // A PyTorch 2.2+ message with chosen numbers (MiB), as
 // c10/cuda/CUDACachingAllocator.cpp prints it.

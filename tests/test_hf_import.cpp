@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -454,8 +453,9 @@ TEST_CASE("hf: sizes that overflow 64-bit arithmetic are an error", "[hf]") {
 }
 
 TEST_CASE("hf: layer counts are bounded before any per-layer work", "[hf]") {
-  // D3: a Gemma-3 text_config with 2.8 M layers took 3.5 s.
-  const auto start = std::chrono::steady_clock::now();
+  // D3: a Gemma-3 text_config with 2.8 M layers took 3.5 s. The refusal
+  // names the bound, so no layer was walked before it (not timed here: the
+  // suite has no timed tests).
   CHECK(fixture_error("gemma-3-4b-it",
                       [](auto& doc) {
                         doc["text_config"]["num_hidden_layers"] = 2'800'000;
@@ -485,9 +485,6 @@ TEST_CASE("hf: layer counts are bounded before any per-layer work", "[hf]") {
           "moe_intermediate_size": 32, "mlp_only_layers": []})") ==
         "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
         "9007199254740992");
-  const std::chrono::duration<double> took =
-      std::chrono::steady_clock::now() - start;
-  CHECK(took.count() < 0.5);
 }
 
 TEST_CASE("hf: compressed-tensors num_bits must be 4 or 8 bits", "[hf]") {
