@@ -445,8 +445,21 @@ std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
                   t, moves, job_change);
 }
 
-void same_hardware(const Ctx& c, std::optional<double> headroom,
-                   std::vector<Fix>& out) {
+// A fix's moves by title (a title names the knob and its level), sorted.
+using MoveSet = std::vector<std::string>;
+MoveSet move_set(const std::vector<Move>& moves) {
+  MoveSet set;
+  for (const Move& m : moves) {
+    set.push_back(m.title);
+  }
+  std::sort(set.begin(), set.end());
+  return set;
+}
+
+// Pushes the same-hardware fixes and returns each one's moves.
+std::vector<MoveSet> same_hardware(const Ctx& c, std::optional<double> headroom,
+                                   std::vector<Fix>& out) {
+  std::vector<MoveSet> sets;
   Searcher searcher(c.model, c.base, SearchScope{});
   const int count = c.priced.setup.total_gpus();
   for (const Objective objective :
@@ -462,11 +475,15 @@ void same_hardware(const Ctx& c, std::optional<double> headroom,
       out.push_back(from_found(c, FixGroup::same_hardware, *found,
                                moves_id(found->moves),
                                moves_title(found->moves), ""));
+      sets.push_back(move_set(found->moves));
     }
   }
+  return sets;
 }
 
-void more_gpus(const Ctx& c, std::vector<Fix>& out) {
+// `same`: the moves of the same-hardware fixes.
+void more_gpus(const Ctx& c, const std::vector<MoveSet>& same,
+               std::vector<Fix>& out) {
   const int now = c.priced.setup.total_gpus();
   std::vector<int> counts;
   for (const int n : gpu_counts(k_sizing_max_gpus)) {
@@ -479,6 +496,15 @@ void more_gpus(const Ctx& c, std::vector<Fix>& out) {
   Searcher searcher(c.model, c.base, scope);
   const auto found = searcher.fewest(c.gpu, counts, Objective::balanced);
   if (!found) {
+    return;
+  }
+  // More cards carrying every move of a fix that already fits on the user's
+  // cards replace none of them: they add GPU-hours and nothing else.
+  const MoveSet moves = move_set(found->moves);
+  if (std::any_of(same.begin(), same.end(), [&](const MoveSet& fix) {
+        return std::includes(moves.begin(), moves.end(), fix.begin(),
+                             fix.end());
+      })) {
     return;
   }
   std::string title =
@@ -667,8 +693,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
     // Fits, but tight: the cheapest way to the comfortable headroom.
     same_hardware(c, k_advise_headroom_share, fixes);
   } else {
-    same_hardware(c, std::nullopt, fixes);
-    more_gpus(c, fixes);
+    const std::vector<MoveSet> same = same_hardware(c, std::nullopt, fixes);
+    more_gpus(c, same, fixes);
     other_gpus(c, fixes);
     change_job(c, fixes);
   }

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -53,6 +54,12 @@ std::vector<Case> cases() {
              .batch = 64,
              .zero = 2,
              .grad_accum = 1'000'000}},
+      // Checkpointing and chunked loss fit on the one card: two cards with
+      // the same moves were offered too (plain data parallelism does not
+      // lower per-GPU memory).
+      {"qwen2.5-7b", "1xL4", Setup{.mode = Mode::lora, .seq = 4096}},
+      {"llama3-8b", "1xL40S",
+       Setup{.mode = Mode::lora, .seq = 8192, .batch = 2}},
   };
 }
 
@@ -168,6 +175,48 @@ TEST_CASE("advice: groups come in DESIGN's order, each fix once", "[advice]") {
     REQUIRE(again.fixes.size() == p.fixes.size());
     for (std::size_t i = 0; i < p.fixes.size(); ++i) {
       CHECK(argv_of(again, again.fixes[i]) == argv_of(p, p.fixes[i]));
+    }
+  }
+}
+
+// The moves of a fix, read from its title ("1 -> 2 GPUs + a + b": a, b).
+std::set<std::string> title_moves(const Fix& f) {
+  std::set<std::string> moves;
+  std::string_view rest = f.title;
+  bool first = true;
+  while (!rest.empty()) {
+    const std::size_t plus = rest.find(" + ");
+    const std::string_view part = rest.substr(0, plus);
+    if (!(first && f.group != FixGroup::same_hardware)) {
+      moves.insert(std::string(part));
+    }
+    first = false;
+    rest = plus == std::string_view::npos ? "" : rest.substr(plus + 3);
+  }
+  return moves;
+}
+
+TEST_CASE("advice: more GPUs are offered only when they replace a move",
+          "[advice]") {
+  // A more-gpus fix that carries every move of a same-hardware fix adds
+  // GPU-hours and nothing else: the user's cards already fit with those moves.
+  for (const Case& c : cases()) {
+    const Planned p = plan_case(c);
+    INFO(c.model << " on " << c.gpus);
+    for (const Fix& more : p.fixes) {
+      if (more.group != FixGroup::more_gpus) {
+        continue;
+      }
+      const std::set<std::string> extra = title_moves(more);
+      for (const Fix& same : p.fixes) {
+        if (same.group != FixGroup::same_hardware) {
+          continue;
+        }
+        const std::set<std::string> moves = title_moves(same);
+        INFO(more.title << " vs " << same.title);
+        CHECK_FALSE(std::includes(extra.begin(), extra.end(), moves.begin(),
+                                  moves.end()));
+      }
     }
   }
 }
