@@ -24,6 +24,8 @@ using Json = nlohmann::ordered_json;
 // Limits on untrusted documents, checked before and while parsing.
 inline constexpr int k_max_depth = 64;         // nesting of mappings/lists
 inline constexpr long k_max_values = 100'000;  // values after YAML aliases
+inline constexpr int k_max_yaml_documents =
+    64;  // "---" separated, empty ones too
 inline constexpr std::size_t k_max_echo = 60;  // characters of user text
 
 // Refuses text that is too large, holds NUL bytes or is not UTF-8.

@@ -17,6 +17,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 namespace oomplan::launch {
@@ -293,14 +295,55 @@ Json parse_json_text(std::string_view text, const std::string& origin) {
   }
 }
 
+// Listens to yaml-cpp's parser and keeps nothing: counting documents.
+class IgnoreEvents : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// yaml-cpp 0.7's LoadAll never ends on some texts: on a stray "," outside a
+// flow collection each pass yields an empty document without consuming the
+// token (fuzz_launch: RSS past 2 GiB from a 1-byte file). The documents are
+// counted with the parser first, up to k_max_yaml_documents.
+void check_documents(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  IgnoreEvents ignore;
+  int documents = 0;
+  while (parser.HandleNextDocument(ignore)) {
+    if (++documents > k_max_yaml_documents) {
+      throw Error(fmt::format(
+          "{}: is not valid YAML: the parser finds more than {} documents "
+          "(a stray ',' outside a list?); a launch config is one "
+          "document",
+          origin, k_max_yaml_documents));
+    }
+  }
+}
+
 Json parse_yaml_text(std::string_view text, const std::string& origin) {
   check_depth(text, origin);
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    const std::string copy(text);
+    check_documents(copy, origin);
+    docs = YAML::LoadAll(copy);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}: line {}: is not valid YAML: {}", origin,
                             e.mark.line + 1, e.msg));
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     throw Error(fmt::format("{}: is not valid YAML: {}", origin, e.what()));
   }

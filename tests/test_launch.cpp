@@ -609,6 +609,12 @@ TEST_CASE("launch: hostile files get one error line", "[launch]") {
        "option objects)"},
       {"base_model: m\n---\nbase_model: n\n",
        "docs.yaml: holds 2 YAML documents; give one launch config per file"},
+      // fuzz_launch: yaml-cpp 0.7's LoadAll looped on this byte, allocating
+      // until the process was killed.
+      {",",
+       "comma.yaml: is not valid YAML: the parser finds more than 64 "
+       "documents (a stray ',' outside a list?); a launch config is one "
+       "document"},
       {"base_model: !!python/object:os.system m\n",
        "tag.yaml: line 1: YAML tag "
        "\"tag:yaml.org,2002:python/object:os.system\" "
@@ -627,6 +633,7 @@ TEST_CASE("launch: hostile files get one error line", "[launch]") {
       {"deep.yaml", std::string(5000, '[') + std::string(5000, ']')},
       {"num.yaml", "42\n"},
       {"docs.yaml", "base_model: m\n---\nbase_model: n\n"},
+      {"comma.yaml", ","},
       {"tag.yaml", "base_model: !!python/object:os.system m\n"},
       {"syntax.yaml", "base_model: [m\n"},
       {"syntax.json", "{\"zero_optimization\": {\"stage\": 3,}}"},
