@@ -1174,8 +1174,9 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       m.vocab_size = root.need({"vocab_size"});
       m.mlp = MlpKind::none;
       m.norms_per_layer = 1;
-      m.ssm_inner_size = root.get({"intermediate_size"},
-                                  root.get({"expand"}, 2) * m.hidden_size);
+      m.ssm_inner_size =
+          root.get({"intermediate_size"},
+                   (Count{root.get({"expand"}, 2)} * m.hidden_size).value());
       m.ssm_conv_kernel = root.get({"conv_kernel"}, 4);
       m.ssm_proj_bias = root.flag("use_bias", false);
       m.ssm_conv_bias = root.flag("use_conv_bias", true);

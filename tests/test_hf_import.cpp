@@ -432,6 +432,12 @@ TEST_CASE("hf: sizes that overflow 64-bit arithmetic are an error", "[hf]") {
                       }) ==
         "hf/gemma-3-4b-it/config.json: the sizes in this config give more than "
         "10^15 parameters (they overflow 64-bit arithmetic)");
+  // fuzz_hf_import (UBSan): Mamba's d_inner = expand x hidden_size wrapped
+  // for expand 2^32 and hidden_size 2^53.
+  CHECK(import_error(R"({"model_type": "mamba", "hidden_size": 9007199254740992,
+          "num_hidden_layers": 2, "vocab_size": 256, "expand": 4294967296})") ==
+        "my/config.json: the sizes in this config give more than 10^15 "
+        "parameters (they overflow 64-bit arithmetic)");
   // 10^7 does not overflow, but 27 layers of 4 h^2 exceed 10^15.
   CHECK(fixture_error(
             "gemma-3-4b-it",
