@@ -48,16 +48,6 @@ Bytes Budget::total_bytes() const {
   return total;
 }
 
-std::int64_t vllm_default_batched_tokens(const Gpu& gpu) {
-  // vllm/engine/arg_utils.py get_batch_defaults: device_memory >= 70 GiB
-  // and "a100" not in the device name -> 8192 for the API server, else
-  // 2048 (the A100 is excluded for throughput, vllm PR #17885).
-  const bool a100 = gpu.name.find("A100") != std::string::npos ||
-                    gpu.full_name.find("A100") != std::string::npos;
-  const bool big = gpu.capacity_bytes >= 70 * k_gib;
-  return big && !a100 ? 8192 : 2048;
-}
-
 Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup) {
   Budget budget;
   budget.capacity_bytes = gpu.capacity_bytes;

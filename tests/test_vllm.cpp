@@ -349,13 +349,18 @@ TEST_CASE("vllm: gpt-oss MXFP4 experts pad each GPU's columns to 64",
 
 TEST_CASE("vllm: the default scheduler budget follows the card", "[vllm]") {
   const Catalog& cat = test::catalog();
-  // get_batch_defaults: >= 70 GiB and not an A100 -> 8192, else 2048.
-  CHECK(vllm_default_batched_tokens(find_gpu(cat, "H100")) == 8192);
-  CHECK(vllm_default_batched_tokens(find_gpu(cat, "H200")) == 8192);
-  CHECK(vllm_default_batched_tokens(find_gpu(cat, "A100-80")) == 2048);
-  CHECK(vllm_default_batched_tokens(find_gpu(cat, "L40S")) == 2048);
-
   const Model& m = find_model(cat, "llama-3.1-8b");
+  // get_batch_defaults (0.9+ V1): >= 70 GiB and not an A100 -> 8192, else
+  // 2048.
+  for (const auto& [card, tokens] : {std::pair{"H100", 8192},
+                                     {"H200", 8192},
+                                     {"A100-80", 2048},
+                                     {"L40S", 2048}}) {
+    CHECK(vllm_default_batched_tokens(m, find_gpu(cat, card),
+                                      VllmVersion{0, 9, 0}, VllmEngine::v1,
+                                      8192) == tokens);
+  }
+
   const Gpu& l40s = find_gpu(cat, "L40S");
   const Resolved s = resolve(m, l40s, Setup{.engine = Engine::vllm});
   CHECK(s.max_num_batched_tokens == 2048);

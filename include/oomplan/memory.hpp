@@ -179,11 +179,6 @@ struct Budget {
 // loaded GPU's budget.
 Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup);
 
-// vLLM V1's default scheduler budget for the OpenAI server on one card
-// (engine/arg_utils.py get_batch_defaults): 8192 tokens on cards of 70 GiB
-// and more except the A100, else 2048.
-std::int64_t vllm_default_batched_tokens(const Gpu& gpu);
-
 // --- Terms shared by several modes (memory_common.cpp)
 // ----------------------------------
 
