@@ -678,48 +678,17 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // embedding serves both when pp == 1), all split by TP.
   const double embed = as_double(counts.embedding);
   const double head = as_double(counts.lm_head);
-  double layer_sum = 0;
-  double largest_layer = 0;
-  if (pp == 1) {
-    layer_sum = as_double(counts.total() - counts.embedding - counts.lm_head -
-                          counts.extra);
-    for (std::int64_t l : {std::int64_t{0}, model.first_k_dense,
-                           std::int64_t{model.moe_every - 1}, n_layers - 1}) {
-      if (l >= 0 && l < n_layers) {
-        largest_layer =
-            std::max(largest_layer, as_double(layer_params(model, l)));
-      }
-    }
-  } else {
-    // Layers of one kind (dense, MoE, encoder-decoder cross) hold the same
-    // parameters: count each kind once.
-    double kinds[3] = {-1, -1, -1};
-    auto params_of = [&](std::int64_t l) {
-      const std::size_t kind = l >= model.num_layers    ? 2
-                               : is_moe_layer(model, l) ? 1
-                                                        : 0;
-      if (kinds[kind] < 0) {
-        kinds[kind] = as_double(layer_params(model, l));
-      }
-      return kinds[kind];
-    };
-    for (std::int64_t l = begin; l < end; ++l) {
-      layer_sum += params_of(l);
-      largest_layer = std::max(largest_layer, params_of(l));
-    }
-    if (last) {
-      // The model-wide parameters outside the layers and the vocabulary
-      // matrices (the final norm, an lm_head bias) sit with the output on
-      // the last stage (torchtitan's pipeline split keeps model.norm and
-      // model.output on the last stage).
-      double all_layers = 0;
-      for (std::int64_t l = 0; l < n_layers; ++l) {
-        all_layers += params_of(l);
-      }
-      layer_sum += std::max(0.0, as_double(counts.total() - counts.embedding -
-                                           counts.lm_head - counts.extra) -
-                                     all_layers);
-    }
+  const LayerSpan here = span_params(model, begin, end);
+  const double largest_layer = as_double(here.largest);
+  double layer_sum = as_double(here.params);
+  if (last) {
+    // The model-wide parameters outside the layers and the vocabulary
+    // matrices (the final norm, an lm_head bias) sit with the output on the
+    // last stage (torchtitan's pipeline split keeps model.norm and
+    // model.output on the last stage).
+    layer_sum += std::max(
+        0.0, as_double(counts.total() - counts.embedding - counts.lm_head -
+                       counts.extra - span_params(model, 0, n_layers).params));
   }
   const double stage_params =
       (layer_sum + (first ? embed + as_double(counts.extra) : 0.0) +

@@ -224,10 +224,19 @@ constexpr std::array<LayerKind, 5> k_layer_kinds = {
     LayerKind::attention, LayerKind::mamba, LayerKind::mamba2,
     LayerKind::linear_attention, LayerKind::attention_mamba2};
 
-// How many layers have each (kind, MoE) combination: [kind][moe].
-std::array<std::array<std::int64_t, 2>, 5> layer_census(const Model& m) {
+// How many of the layers [begin, end) have each (kind, MoE) combination:
+// [kind][moe].
+std::array<std::array<std::int64_t, 2>, 5> layer_census(const Model& m,
+                                                        std::int64_t begin,
+                                                        std::int64_t end) {
   std::array<std::array<std::int64_t, 2>, 5> n{};
-  for (std::int64_t i = 0; i < m.num_layers; ++i) {
+  if (m.layer_types.empty()) {
+    const std::int64_t moe = moe_layer_count(m, begin, end);
+    n[static_cast<std::size_t>(LayerKind::attention)] = {
+        std::max<std::int64_t>(0, end - begin) - moe, moe};
+    return n;
+  }
+  for (std::int64_t i = begin; i < end; ++i) {
     const auto kind = static_cast<std::size_t>(layer_kind(m, i));
     ++n[kind][is_moe_layer(m, i) ? 1 : 0];
   }
@@ -248,7 +257,7 @@ ParamCounts count_params(const Model& model) {
     accumulate(c, layer_counts(m, LayerKind::attention, false, true),
                m.num_decoder_layers);
   } else {
-    const auto census = layer_census(m);
+    const auto census = layer_census(m, 0, m.num_layers);
     for (const LayerKind kind : k_layer_kinds) {
       for (const bool moe : {false, true}) {
         const std::int64_t n = census[static_cast<std::size_t>(kind)][moe];
@@ -294,6 +303,44 @@ std::int64_t layer_params(const Model& model, std::int64_t layer) {
   }
   return layer_counts(m, layer_kind(m, layer), is_moe_layer(m, layer), false)
       .total();
+}
+
+LayerSpan span_params(const Model& model, std::int64_t begin,
+                      std::int64_t end) {
+  const Model& m = model;
+  LayerSpan out;
+  if (m.num_decoder_layers > 0) {
+    // Encoder-decoder: few layers, each stack's first with its bias table.
+    for (std::int64_t l = begin; l < end; ++l) {
+      const std::int64_t p = layer_params(m, l);
+      out.params += p;
+      out.largest = std::max(out.largest, p);
+    }
+    return out;
+  }
+  const auto census = layer_census(m, begin, end);
+  for (const LayerKind kind : k_layer_kinds) {
+    for (const bool moe : {false, true}) {
+      const std::int64_t n = census[static_cast<std::size_t>(kind)][moe];
+      if (n > 0) {
+        const std::int64_t p = layer_counts(m, kind, moe, false).total();
+        out.params += n * p;
+        out.largest = std::max(out.largest, p);
+      }
+    }
+  }
+  return out;
+}
+
+std::int64_t moe_layer_count(const Model& model, std::int64_t begin,
+                             std::int64_t end) {
+  // Layers l >= first_k_dense with (l + 1) % moe_every == 0: the multiples
+  // of moe_every in [max(begin, first_k_dense) + 1, end].
+  const std::int64_t from = std::max(begin, model.first_k_dense);
+  if (model.num_experts == 0 || model.moe_every < 1 || end <= from) {
+    return 0;
+  }
+  return end / model.moe_every - from / model.moe_every;
 }
 
 double approx_params(const Model& model) {

@@ -144,6 +144,46 @@ TEST_CASE("model: DeepSeek-V3 counts MLA, shared experts and dense layers",
   CHECK(oomplan::layer_params(m, 3) == 187'121'664 + 11'320'164'608);
 }
 
+TEST_CASE("model: layer spans count MoE layers in closed form", "[catalog]") {
+  // DeepSeek-V3: 61 layers, the first 3 dense -> 58 MoE; layers [0, 31) hold
+  // 28 of them and [31, 61) 30.
+  const Model m = deepseek_v3();
+  CHECK(oomplan::moe_layer_count(m, 0, 61) == 58);
+  CHECK(oomplan::moe_layer_count(m, 0, 31) == 28);
+  CHECK(oomplan::moe_layer_count(m, 31, 61) == 30);
+  CHECK(oomplan::moe_layer_count(m, 0, 3) == 0);
+  // Every other layer (moe_every 2: layers 1, 3, 5, ...): 3 of [2, 8).
+  Model every = mixtral_8x7b();
+  every.moe_every = 2;
+  CHECK(oomplan::moe_layer_count(every, 2, 8) == 3);
+  // The span equals layer_params summed, for every range of every shipped
+  // model.
+  for (const Model& model : oomplan::test::catalog().models) {
+    const std::int64_t n = model.num_layers + model.num_decoder_layers;
+    for (const auto& [begin, end] :
+         {std::pair<std::int64_t, std::int64_t>{0, n},
+          {0, n / 2},
+          {n / 3, n},
+          {1, n - 1}}) {
+      INFO(model.name << " [" << begin << ", " << end << ")");
+      std::int64_t sum = 0;
+      std::int64_t largest = 0;
+      std::int64_t moe = 0;
+      for (std::int64_t l = begin; l < end; ++l) {
+        sum += oomplan::layer_params(model, l);
+        largest = std::max(largest, oomplan::layer_params(model, l));
+        moe += oomplan::is_moe_layer(model, l) ? 1 : 0;
+      }
+      const auto span = oomplan::span_params(model, begin, end);
+      CHECK(span.params == sum);
+      CHECK(span.largest == largest);
+      if (model.num_decoder_layers == 0) {
+        CHECK(oomplan::moe_layer_count(model, begin, end) == moe);
+      }
+    }
+  }
+}
+
 TEST_CASE("model: gpt-oss-20b counts biases, sinks and expert biases",
           "[catalog]") {
   // Per layer: attention 26,542,080 + biases 4096+1024+2880 + sinks 64;

@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include "oomplan/catalog.hpp"
 #include "oomplan/memory.hpp"
 
 #include <catch2/catch.hpp>
@@ -399,6 +400,34 @@ TEST_CASE("training: the first pipeline stage holds pp micro-batches",
     most = std::max(most, st.total_bytes);
   }
   CHECK(std::abs(most - b.total_bytes()) <= 8);
+}
+
+TEST_CASE("training: pipeline stages hold the whole model, hybrid layers too",
+          "[training]") {
+  // Qwen3-Next interleaves Gated DeltaNet and full-attention layers (3:1),
+  // each with a routed MoE: the two layer kinds differ in parameters, so the
+  // stages' weights add up to the unsplit model's only when each layer is
+  // counted as its own kind (full mode, bf16 weights, no ZeRO, tp 1).
+  const Model next = import_hf_config(
+      test::read_required_file(std::string(OOMPLAN_TEST_DATA) +
+                               "/hf/qwen3-next-80b-a3b/config.json"),
+      "hf/qwen3-next-80b-a3b/config.json");
+  const Gpu g = card("H200", 139.8);
+  for (const Model& m : {next, llama3_70b()}) {
+    const Setup one{.gpus = 8, .mode = Mode::full, .seq = 1024, .tp = 1};
+    const Bytes whole = plan(m, g, one).bytes_of("weights");
+    for (const int pp : {2, 4, 8}) {
+      INFO(m.name << " pp " << pp);
+      Setup s = one;
+      s.pp = pp;
+      const Budget b = plan(m, g, s);
+      Bytes sum = 0;
+      for (const Stage& st : b.stages) {
+        sum += st.weights_bytes;
+      }
+      CHECK(std::abs(sum - whole) <= pp);  // per-stage rounding
+    }
+  }
 }
 
 TEST_CASE("training: checkpointing never raises the peak", "[training]") {

@@ -202,6 +202,18 @@ ParamCounts count_params(const Model& model);
 // 0..num_layers-1 and the decoder layers after them.
 std::int64_t layer_params(const Model& model, std::int64_t layer);
 
+// The layers [begin, end) together: layer_params summed, and the largest.
+// Constant time unless the model mixes token mixers (layer_types).
+struct LayerSpan {
+  std::int64_t params = 0;
+  std::int64_t largest = 0;
+};
+LayerSpan span_params(const Model& model, std::int64_t begin, std::int64_t end);
+
+// How many of the layers [begin, end) are MoE layers (is_moe_layer).
+std::int64_t moe_layer_count(const Model& model, std::int64_t begin,
+                             std::int64_t end);
+
 // An upper bound of count_params(model).total() computed in double, so it
 // cannot overflow. Loaders reject models above k_max_params (no real model
 // comes within a factor 100 of it), which keeps every int64 count exact.
