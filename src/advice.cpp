@@ -92,7 +92,8 @@ std::vector<LaunchBlock> training_blocks(const Resolved& s,
     out.push_back({"transformers", join(hf, " ")});
   }
   // DeepSpeed's JSON: ZeRO stage and offload.
-  const bool zero = has(moves, "zero-stage") || count_changed;
+  // (Stage 0 on another count is DeepSpeed's default: nothing to write.)
+  const bool zero = has(moves, "zero-stage") || (count_changed && s.zero > 0);
   const bool offload_opt = has(moves, "offload-optimizer");
   const bool offload_all = has(moves, "offload-all");
   if ((zero || offload_opt || offload_all) && !s.fsdp) {
@@ -462,6 +463,8 @@ std::vector<MoveSet> same_hardware(const Ctx& c, std::optional<double> headroom,
   std::vector<MoveSet> sets;
   Searcher searcher(c.model, c.base, SearchScope{});
   const int count = c.priced.setup.total_gpus();
+  const std::size_t first = out.size();
+  std::vector<double> costs;
   for (const Objective objective :
        {Objective::balanced, Objective::fastest, Objective::safest}) {
     const auto found = searcher.best(c.gpu, count, objective, headroom);
@@ -476,8 +479,25 @@ std::vector<MoveSet> same_hardware(const Ctx& c, std::optional<double> headroom,
                                moves_id(found->moves),
                                moves_title(found->moves), ""));
       sets.push_back(move_set(found->moves));
+      costs.push_back(balanced_cost(out.back().step_factor, found->moves));
     }
   }
+  // Each objective's walk orders setups by estimated times; the fixes are
+  // ranked on their priced ones (the fastest objective's fix can be the
+  // cheaper one).
+  std::vector<std::size_t> order(costs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(
+      order.begin(), order.end(),
+      [&](std::size_t a, std::size_t b) { return costs[a] < costs[b]; });
+  std::vector<Fix> ranked;
+  for (const std::size_t i : order) {
+    ranked.push_back(std::move(out[first + i]));
+  }
+  std::move(ranked.begin(), ranked.end(),
+            out.begin() + static_cast<std::ptrdiff_t>(first));
   return sets;
 }
 

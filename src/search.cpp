@@ -95,6 +95,15 @@ std::string_view risk_name(Risk risk) {
   return "none";
 }
 
+double balanced_cost(double time_factor, const std::vector<Move>& moves) {
+  double risk = 0;
+  for (const Move& m : moves) {
+    risk += risk_weight(m.risk) + m.effort;
+  }
+  // A speed-up is welcome but does not buy accuracy risk or effort.
+  return std::max(time_factor, 1.0) * (1 + risk);
+}
+
 std::vector<int> gpu_counts(int max_gpus) {
   std::vector<int> counts;
   for (int n = 1; n <= std::min(k_gpus_per_node, max_gpus); n *= 2) {
@@ -908,10 +917,6 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   auto exact = [&](const Found& f) {
     const double spt = step_seconds(f.time);
     const double time = base_spt > 0 && spt > 0 ? spt / base_spt : 1.0;
-    double risk = 0;
-    for (const Move& m : f.moves) {
-      risk += risk_weight(m.risk) + m.effort;
-    }
     switch (objective) {
       case Objective::fastest:
         return time;
@@ -920,8 +925,7 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
       case Objective::balanced:
         break;
     }
-    // A speed-up is welcome but does not buy accuracy risk or effort.
-    return std::max(time, 1.0) * (1 + risk);
+    return balanced_cost(time, f.moves);
   };
   std::optional<Found> best_found;
   double best_cost = 0;

@@ -221,6 +221,50 @@ TEST_CASE("advice: more GPUs are offered only when they replace a move",
   }
 }
 
+TEST_CASE("advice: no same-hardware fix is listed above one that beats it",
+          "[advice]") {
+  // A fix that is faster, no riskier, needs no more host RAM and no other
+  // training stack (a layout: Megatron or torchtitan) comes first (llama3-8b
+  // LoRA at 8k on an L40S listed ZeRO-3 + offload, +71 % and 15 GiB of host
+  // RAM, above checkpointing + micro-batch 1, +47 %).
+  for (const Case& c : cases()) {
+    const Planned p = plan_case(c);
+    INFO(c.model << " on " << c.gpus);
+    for (std::size_t i = 0; i < p.fixes.size(); ++i) {
+      for (std::size_t j = i + 1; j < p.fixes.size(); ++j) {
+        const Fix& above = p.fixes[i];
+        const Fix& below = p.fixes[j];
+        if (above.group != FixGroup::same_hardware ||
+            below.group != FixGroup::same_hardware) {
+          continue;
+        }
+        INFO(above.title << " above " << below.title);
+        const auto layout = [](const Fix& f) {
+          return f.id.find("layout") != std::string::npos;
+        };
+        CHECK_FALSE((below.step_factor < above.step_factor * 0.99 &&
+                     below.risk <= above.risk &&
+                     below.host_bytes <= above.host_bytes &&
+                     (!layout(below) || layout(above))));
+      }
+    }
+  }
+}
+
+TEST_CASE("advice: a DeepSpeed block says what changes", "[advice]") {
+  // {"zero_optimization": {"stage": 0}} is DeepSpeed's default: other-gpus
+  // fixes of a plain data-parallel job printed it.
+  for (const Case& c : cases()) {
+    const Planned p = plan_case(c);
+    for (const Fix& f : p.fixes) {
+      for (const LaunchBlock& block : f.launch) {
+        INFO(c.model << " on " << c.gpus << ": " << f.title);
+        CHECK(block.text != R"({"zero_optimization": {"stage": 0}})");
+      }
+    }
+  }
+}
+
 TEST_CASE("advice: no clause of a cost and no framework block repeats",
           "[advice]") {
   const std::vector<std::string> frameworks = {

@@ -73,6 +73,11 @@ struct Move {
   double effort = 0;
 };
 
+// The balanced objective's cost of a setup a search found: its time per step
+// (or per token) relative to the start, a speed-up not counted, times one
+// plus its moves' accuracy-risk weights and effort.
+double balanced_cost(double time_factor, const std::vector<Move>& moves);
+
 // A setup a search found, with the moves that lead to it from the base.
 // The moves are minimal: undoing any of them no longer fits.
 struct Found {
