@@ -269,32 +269,6 @@ std::vector<std::string_view> split_path(std::string_view path) {
   return parts;
 }
 
-}  // namespace
-
-void check_text(std::string_view text, const std::string& origin) {
-  if (text.size() > k_max_launch_file_bytes) {
-    throw Error(fmt::format(
-        "{}: is {} bytes; a launch config is at most {} bytes (1 MiB)", origin,
-        text.size(), k_max_launch_file_bytes));
-  }
-  if (text.find('\0') != std::string_view::npos || !valid_utf8(text)) {
-    throw Error(fmt::format(
-        "{}: is binary data, not a text launch config (JSON, YAML or a "
-        "command line)",
-        origin));
-  }
-}
-
-Json parse_json_text(std::string_view text, const std::string& origin) {
-  check_depth(text, origin);
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: is not valid JSON: {}", origin,
-                            strip_json_prefix(e.what())));
-  }
-}
-
 // Listens to yaml-cpp's parser and keeps nothing: counting documents.
 class IgnoreEvents : public YAML::EventHandler {
  public:
@@ -329,6 +303,32 @@ void check_documents(const std::string& text, const std::string& origin) {
           "document",
           origin, k_max_yaml_documents));
     }
+  }
+}
+
+}  // namespace
+
+void check_text(std::string_view text, const std::string& origin) {
+  if (text.size() > k_max_launch_file_bytes) {
+    throw Error(fmt::format(
+        "{}: is {} bytes; a launch config is at most {} bytes (1 MiB)", origin,
+        text.size(), k_max_launch_file_bytes));
+  }
+  if (text.find('\0') != std::string_view::npos || !valid_utf8(text)) {
+    throw Error(fmt::format(
+        "{}: is binary data, not a text launch config (JSON, YAML or a "
+        "command line)",
+        origin));
+  }
+}
+
+Json parse_json_text(std::string_view text, const std::string& origin) {
+  check_depth(text, origin);
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: is not valid JSON: {}", origin,
+                            strip_json_prefix(e.what())));
   }
 }
 
