@@ -538,7 +538,7 @@ class LevelsTable {
   std::size_t mask() const { return m_slots.size() - 1; }
   void grow() {
     std::vector<Slot> old = std::move(m_slots);
-    m_slots.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    m_slots.assign(old.empty() ? k_first_slots : old.size() * 2, Slot{});
     m_size = 0;
     for (const Slot& slot : old) {
       if (slot.used) {
@@ -547,6 +547,9 @@ class LevelsTable {
     }
   }
 
+  // A walk visits a few thousand points: start there, not at 64 and
+  // rehashing six times.
+  static constexpr std::size_t k_first_slots = 4096;
   std::vector<Slot> m_slots;
   std::size_t m_size = 0;
 };
