@@ -36,11 +36,12 @@ src/memory_common.cpp|      return params * (0.5 + 1.0 / 32.0);|      return par
 src/memory_common.cpp|  Bytes bytes = 400 * k_mib;|  Bytes bytes = 500 * k_mib;|CUDA context size
 include/oomplan/capability.hpp|inline constexpr int k_cc_ampere = 80;|inline constexpr int k_cc_ampere = 75;|flash attention / bf16 need sm80
 include/oomplan/capability.hpp|inline constexpr int k_gpus_per_node = 8;|inline constexpr int k_gpus_per_node = 4;|8 GPUs per node
-src/memory.cpp|  return big && !a100 ? 8192 : 2048;|  return big && !a100 ? 8192 : 4096;|vLLM V1 default scheduler budget
+src/vllm.cpp|  return big_card(gpu) && !device_name_has(gpu, "a100") ? 8192 : 2048;|  return big_card(gpu) && !device_name_has(gpu, "a100") ? 8192 : 4096;|vLLM V1 default scheduler budget
 src/vllm.cpp|    const bool chunked = max_model_len > 32768 && model.kv_lora_rank == 0 &&|    const bool chunked = max_model_len > 16384 && model.kv_lora_rank == 0 &&|vLLM V0 chunked prefill above 32k
 src/plan.cpp|  r.zero = s.zero.value_or(s.fsdp ? 3 : 0);|  r.zero = s.zero.value_or(s.fsdp ? 2 : 0);|--fsdp is ZeRO stage 3
 src/plan.cpp|  if (model.num_heads > 0 && model.num_heads % r.tp != 0) {|  if (false) {|tp divides the attention heads
 include/oomplan/advice.hpp|inline constexpr double k_advise_headroom_share = 0.10;|inline constexpr double k_advise_headroom_share = 0.0;|fixes for tight plans
+src/model.cpp|  return end / model.moe_every - from / model.moe_every;|  return end / model.moe_every - from / model.moe_every + 1;|MoE layers in a span
 EOF
 )
 
