@@ -460,44 +460,39 @@ MoveSet move_set(const std::vector<Move>& moves) {
 // Pushes the same-hardware fixes and returns each one's moves.
 std::vector<MoveSet> same_hardware(const Ctx& c, std::optional<double> headroom,
                                    std::vector<Fix>& out) {
-  std::vector<MoveSet> sets;
   Searcher searcher(c.model, c.base, SearchScope{});
   const int count = c.priced.setup.total_gpus();
-  const std::size_t first = out.size();
-  std::vector<double> costs;
-  for (const Objective objective :
-       {Objective::balanced, Objective::fastest, Objective::safest}) {
-    const auto found = searcher.best(c.gpu, count, objective, headroom);
-    if (!found || found->moves.empty()) {
-      continue;
-    }
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const Fix& f) {
-      return same_request(c, f, *found);
-    });
-    if (!seen) {
-      out.push_back(from_found(c, FixGroup::same_hardware, *found,
-                               moves_id(found->moves),
-                               moves_title(found->moves), ""));
-      sets.push_back(move_set(found->moves));
-      costs.push_back(balanced_cost(out.back().step_factor, found->moves));
-    }
-  }
   // Each objective's walk orders setups by estimated times; the fixes are
   // ranked on their priced ones (the fastest objective's fix can be the
   // cheaper one).
-  std::vector<std::size_t> order(costs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
+  struct Ranked {
+    double cost;
+    Fix fix;
+    MoveSet moves;
+  };
+  std::vector<Ranked> found_fixes;
+  for (const Objective objective :
+       {Objective::balanced, Objective::fastest, Objective::safest}) {
+    const auto found = searcher.best(c.gpu, count, objective, headroom);
+    if (!found || found->moves.empty() ||
+        std::any_of(
+            found_fixes.begin(), found_fixes.end(),
+            [&](const Ranked& r) { return same_request(c, r.fix, *found); })) {
+      continue;
+    }
+    Fix fix = from_found(c, FixGroup::same_hardware, *found,
+                         moves_id(found->moves), moves_title(found->moves), "");
+    const double cost = balanced_cost(fix.step_factor, found->moves);
+    found_fixes.push_back({cost, std::move(fix), move_set(found->moves)});
   }
   std::stable_sort(
-      order.begin(), order.end(),
-      [&](std::size_t a, std::size_t b) { return costs[a] < costs[b]; });
-  std::vector<Fix> ranked;
-  for (const std::size_t i : order) {
-    ranked.push_back(std::move(out[first + i]));
+      found_fixes.begin(), found_fixes.end(),
+      [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
+  std::vector<MoveSet> sets;
+  for (Ranked& r : found_fixes) {
+    out.push_back(std::move(r.fix));
+    sets.push_back(std::move(r.moves));
   }
-  std::move(ranked.begin(), ranked.end(),
-            out.begin() + static_cast<std::ptrdiff_t>(first));
   return sets;
 }
 
