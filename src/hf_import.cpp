@@ -332,6 +332,13 @@ void read_moe_common(const Config& c, Model& m, std::string_view experts_key) {
   }
 }
 
+// d_inner = expand x hidden_size (Mamba, Mamba-2, Jamba and Falcon-H1's
+// default), in checked arithmetic: a hostile expand overflows.
+std::int64_t expanded(const Config& root, std::string_view key,
+                      std::int64_t hidden) {
+  return (Count{root.get({key}, 2)} * hidden).value();
+}
+
 // ceil(hidden / 16), the "auto" time-step rank of MambaConfig and
 // JambaConfig (math.ceil(self.hidden_size / 16)).
 std::int64_t dt_rank(const Config& c, std::string_view key,
@@ -590,7 +597,8 @@ void read_qwen_vision(const Config& v, bool qwen25, Model& m) {
       std::max<std::int64_t>(1, v.get({"temporal_patch_size"}, 2));
   m.vision_merge_size =
       std::max<std::int64_t>(1, v.get({"spatial_merge_size"}, 2));
-  const std::int64_t factor = m.vision_patch_size * m.vision_merge_size;
+  const std::int64_t factor =
+      (Count{m.vision_patch_size} * m.vision_merge_size).value();
   m.vision_image_size = static_cast<std::int64_t>(std::sqrt(k_max_pixels) /
                                                   static_cast<double>(factor)) *
                         factor;
@@ -1174,9 +1182,8 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       m.vocab_size = root.need({"vocab_size"});
       m.mlp = MlpKind::none;
       m.norms_per_layer = 1;
-      m.ssm_inner_size =
-          root.get({"intermediate_size"},
-                   (Count{root.get({"expand"}, 2)} * m.hidden_size).value());
+      m.ssm_inner_size = root.get({"intermediate_size"},
+                                  expanded(root, "expand", m.hidden_size));
       m.ssm_conv_kernel = root.get({"conv_kernel"}, 4);
       m.ssm_proj_bias = root.flag("use_bias", false);
       m.ssm_conv_bias = root.flag("use_conv_bias", true);
@@ -1186,7 +1193,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
         m.tie_word_embeddings = root.flag("tie_word_embeddings", true);
         m.layer_types.assign(layer_slots(root, m.num_layers), LayerKind::mamba);
       } else {
-        m.ssm_inner_size = root.get({"expand"}, 2) * m.hidden_size;
+        m.ssm_inner_size = expanded(root, "expand", m.hidden_size);
         m.ssm_state_size = root.get({"state_size"}, 128);
         m.ssm_num_heads = root.get({"num_heads"}, 128);
         m.ssm_head_dim = root.get({"head_dim"}, 64);
@@ -1229,7 +1236,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       } else {
         m.num_experts = 0;  // one expert is a dense MLP (JambaMLP)
       }
-      m.ssm_inner_size = root.get({"mamba_expand"}, 2) * m.hidden_size;
+      m.ssm_inner_size = expanded(root, "mamba_expand", m.hidden_size);
       m.ssm_state_size = root.get({"mamba_d_state"}, 16);
       m.ssm_conv_kernel = root.get({"mamba_d_conv"}, 4);
       m.ssm_dt_rank = dt_rank(root, "mamba_dt_rank", m.hidden_size);
@@ -1244,7 +1251,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
       // mamba_rms_norm.
       read_llama_like(root, m, 0, false);
       m.ssm_inner_size = root.get(
-          {"mamba_d_ssm"}, root.get({"mamba_expand"}, 2) * m.hidden_size);
+          {"mamba_d_ssm"}, expanded(root, "mamba_expand", m.hidden_size));
       m.ssm_num_heads = root.get({"mamba_n_heads"}, 128);
       m.ssm_head_dim = root.get({"mamba_d_head"}, 64);
       m.ssm_groups = root.get({"mamba_n_groups"}, 1);

@@ -432,10 +432,33 @@ TEST_CASE("hf: sizes that overflow 64-bit arithmetic are an error", "[hf]") {
                       }) ==
         "hf/gemma-3-4b-it/config.json: the sizes in this config give more than "
         "10^15 parameters (they overflow 64-bit arithmetic)");
-  // fuzz_hf_import (UBSan): Mamba's d_inner = expand x hidden_size wrapped
-  // for expand 2^32 and hidden_size 2^53.
-  CHECK(import_error(R"({"model_type": "mamba", "hidden_size": 9007199254740992,
-          "num_hidden_layers": 2, "vocab_size": 256, "expand": 4294967296})") ==
+  // fuzz_hf_import (UBSan): d_inner = expand x hidden_size wrapped for
+  // Mamba (expand 2^32, hidden_size 2^53), then for Falcon-H1 (mamba_expand
+  // 2^53, hidden_size 4096): every reader of an expand factor.
+  for (const auto& [type, key] : {std::pair{"mamba", "expand"},
+                                  {"mamba2", "expand"},
+                                  {"jamba", "mamba_expand"},
+                                  {"falcon_h1", "mamba_expand"}}) {
+    INFO(type);
+    nlohmann::json doc = {
+        {"model_type", type},       {"hidden_size", 4096},
+        {"num_hidden_layers", 2},   {"num_attention_heads", 32},
+        {"num_key_value_heads", 8}, {"intermediate_size", 14336},
+        {"vocab_size", 256},        {key, 9007199254740992}};
+    CHECK(import_error(doc.dump()) ==
+          "my/config.json: the sizes in this config give more than 10^15 "
+          "parameters (they overflow 64-bit arithmetic)");
+  }
+  // The Qwen-VL image side is a multiple of patch x merge (both 2^53 here).
+  const std::string vl =
+      R"({"model_type": "qwen2_vl", "hidden_size": 3584,
+          "num_hidden_layers": 28, "num_attention_heads": 28,
+          "num_key_value_heads": 4, "intermediate_size": 18944,
+          "vocab_size": 152064, "vision_config": {"depth": 32,
+            "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16,
+            "hidden_size": 3584, "patch_size": 9007199254740992,
+            "spatial_merge_size": 9007199254740992}})";
+  CHECK(import_error(vl) ==
         "my/config.json: the sizes in this config give more than 10^15 "
         "parameters (they overflow 64-bit arithmetic)");
   // 10^7 does not overflow, but 27 layers of 4 h^2 exceed 10^15.
