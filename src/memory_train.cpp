@@ -686,9 +686,7 @@ StageResult train_stage(const Model& model, const Resolved& setup,
     // matrices (the final norm, an lm_head bias) sit with the output on the
     // last stage (torchtitan's pipeline split keeps model.norm and
     // model.output on the last stage).
-    layer_sum += std::max(
-        0.0, as_double(counts.total() - counts.embedding - counts.lm_head -
-                       counts.extra - span_params(model, 0, n_layers).params));
+    layer_sum += as_double(counts.outside_layers);
   }
   const double stage_params =
       (layer_sum + (first ? embed + as_double(counts.extra) : 0.0) +

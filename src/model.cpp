@@ -287,6 +287,10 @@ ParamCounts count_params(const Model& model) {
     global_small += m.vocab_size;  // Phi-2 lm_head.bias
   }
   c.small += global_small;
+  // The bias tables belong to their stack's first layer (layer_params).
+  c.outside_layers =
+      global_small -
+      (encoder_decoder ? 2 * m.relative_attention_buckets * m.num_heads : 0);
   c.active += c.embedding + c.lm_head + global_small;
   c.extra = m.extra_params;
   return c;

@@ -181,6 +181,12 @@ TEST_CASE("model: layer spans count MoE layers in closed form", "[catalog]") {
         CHECK(oomplan::moe_layer_count(model, begin, end) == moe);
       }
     }
+    // The layers, the vocabulary matrices, the tower and what sits outside
+    // every layer partition the model.
+    const auto c = oomplan::count_params(model);
+    CHECK(oomplan::span_params(model, 0, n).params + c.embedding + c.lm_head +
+              c.extra + c.outside_layers ==
+          c.total());
   }
 }
 

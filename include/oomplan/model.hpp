@@ -181,6 +181,8 @@ struct ParamCounts {
   std::int64_t router = 0;          // MoE gates
   std::int64_t small = 0;  // norms, biases, sinks, relative position tables
   std::int64_t extra = 0;  // vision tower etc. (Model::extra_params)
+  std::int64_t outside_layers =
+      0;  // the part of `small` in no layer: final norms, lm_head bias
   std::int64_t active =
       0;  // parameters used per token (MoE: top-k routed + shared)
 
