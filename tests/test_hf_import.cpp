@@ -113,6 +113,13 @@ TEST_CASE("hf: the validation configs import to their published sizes",
   const Model t5 = import_fixture("t5-3b");
   CHECK(t5.num_decoder_layers == 24);
   CHECK(total(t5) == 2'851'598'336);
+  // Its relative bias tables sit in each stack's first layer, not outside:
+  // layers + embedding (tied head) + the two final norms = the total.
+  const auto c = oomplan::count_params(t5);
+  CHECK(c.outside_layers == 2 * 1024);
+  CHECK(oomplan::span_params(t5, 0, 48).params + c.embedding + c.lm_head +
+            c.outside_layers ==
+        2'851'598'336);
   // ZeRO paper's 7.5B stand-in: 36 x (12·4096² + 13·4096) + embeddings.
   CHECK(static_cast<double>(total(import_fixture("zero-paper-7.5b"))) ==
         Approx(7.46e9).epsilon(0.005));
