@@ -449,6 +449,7 @@ Model read_model(const json& object, std::string_view origin, std::string label,
       r.integer("vision_intermediate_size", m.vision_intermediate_size, 0);
   m.vision_layers = r.integer("vision_layers", m.vision_layers, 0);
   m.vision_gated_mlp = r.boolean("vision_gated_mlp", m.vision_gated_mlp);
+  m.vision_video = r.boolean("vision_video", m.vision_video);
 
   if (r.find("checkpoint_quant") != nullptr) {
     const std::string text = r.string("checkpoint_quant", "");

@@ -273,6 +273,7 @@ std::string model(const Model& m) {
         d.vision_intermediate_size);
   f.add("vision_layers", m.vision_layers, d.vision_layers);
   f.add("vision_gated_mlp", m.vision_gated_mlp, d.vision_gated_mlp);
+  f.add("vision_video", m.vision_video, d.vision_video);
   f.add_enum("checkpoint_quant", m.checkpoint_quant, d.checkpoint_quant);
   f.add_enum("checkpoint_dtype", m.checkpoint_dtype, d.checkpoint_dtype);
   f.add("official_params", m.official_params, d.official_params);

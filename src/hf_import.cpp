@@ -603,6 +603,7 @@ void read_qwen_vision(const Config& v, bool qwen25, Model& m) {
                                                   static_cast<double>(factor)) *
                         factor;
   m.vision_layers = v.get({"depth"}, 32);
+  m.vision_video = true;  // get_supported_mm_limits: image and video
   if (qwen25) {
     m.vision_hidden_size = v.get({"hidden_size"}, 1280);
     m.vision_intermediate_size = v.get({"intermediate_size"}, 3420);

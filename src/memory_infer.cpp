@@ -606,6 +606,9 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   p.activation_peak_bytes = worst.activation;
   p.non_torch_bytes = worst.non_torch;
   p.cuda_graph_bytes = worst.graphs;
+  p.vision = vllm_vision_profile(m, s.vllm_release, s.vllm_engine, s.dtype,
+                                 s.tp, s.max_num_seqs, s.max_num_batched_tokens,
+                                 s.max_model_len);
   // A pool is never negative: when the rest of the profile takes more than
   // the request, vLLM allocates no cache blocks and refuses to start (the
   // error below says why).

@@ -121,6 +121,39 @@ std::string peak_text(const Peak& p) {
       gib(p.device_bytes));
 }
 
+// What vLLM's profile ran through the vision tower before the text dummy.
+std::string multimodal_line(const VllmVisionProfile& v) {
+  std::string item =
+      v.video ? fmt::format("{}-frame videos", v.frames)
+      : v.frames > 0
+          ? fmt::format("sequences of an image and a {}-frame video", v.frames)
+          : std::string("images");
+  std::string text =
+      fmt::format("  multimodal dummies: {} {} of {} tokens ({} patches each)",
+                  v.items, item, v.tokens_per_item, v.patches_per_item);
+  if (v.encoder_budget > 0) {
+    text +=
+        fmt::format(", encoder cache {} x {} rows", v.items, v.encoder_rows);
+  }
+  return text;
+}
+
+Json multimodal_json(const VllmVisionProfile& v) {
+  if (v.items == 0) {
+    return nullptr;
+  }
+  return {{"items", v.items},
+          {"video", v.video},
+          {"frames", v.frames},
+          {"tokens_per_item", v.tokens_per_item},
+          {"patches_per_item", v.patches_per_item},
+          {"encoder_budget", v.encoder_budget},
+          {"encoder_rows", v.encoder_rows},
+          {"pixel_bytes", v.pixel_bytes},
+          {"tower_bytes", v.tower_bytes},
+          {"encoder_cache_bytes", v.encoder_cache}};
+}
+
 std::string time_text(const Plan& plan) {
   const StepTime& t = plan.time;
   if (t.step_s <= 0) {
@@ -473,6 +506,9 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
           v.graphs_in_budget ? "inside gpu-util"
                              : "captured after the KV cache"));
     }
+    if (v.vision.items > 0) {
+      put(multimodal_line(v.vision));
+    }
     if (s.tp > 1) {
       put(fmt::format(
           "  tensor parallel: {}, custom all-reduce {}",
@@ -622,6 +658,7 @@ std::string render_json(const Plan& plan) {
                    {"cudagraphs", v.graphs},
                    {"cudagraphs_in_budget", v.graphs_in_budget},
                    {"block_size", v.block_size},
+                   {"multimodal", multimodal_json(v.vision)},
                    {"error", v.error.empty() ? Json(nullptr) : Json(v.error)}};
   }
   const StepTime& t = plan.time;

@@ -104,6 +104,34 @@ std::int64_t vision_tokens_per_image(const Model& model) {
   return std::max<std::int64_t>(1, (side / merge) * (side / merge));
 }
 
+namespace {
+
+// Decoder tokens of a dummy video of `frames` frames at the largest image
+// size: frames are padded to a multiple of temporal_patch_size by adding
+// frames % temporal (qwen2_vl.py _get_vision_info), grid_t at least 1.
+std::int64_t video_groups(const Model& m, std::int64_t frames) {
+  const std::int64_t t =
+      std::max<std::int64_t>(1, m.vision_temporal_patch_size);
+  return std::max<std::int64_t>(1, (frames + frames % t) / t);
+}
+
+// Frames of vLLM's dummy video (Qwen2VLProcessingInfo
+// get_num_frames_with_most_features, one video per prompt): the most frames
+// whose tokens fit in `limit`, counted up from `start`, at most `cap`, at
+// least 1. The loop stops at the cap (16 frames at most).
+std::int64_t video_frames(const Model& m, std::int64_t tokens_per_group,
+                          std::int64_t limit, std::int64_t start,
+                          std::int64_t cap) {
+  std::int64_t frames = start;
+  while (frames < cap &&
+         video_groups(m, frames + 1) * tokens_per_group <= limit) {
+    ++frames;
+  }
+  return std::max<std::int64_t>(1, std::min(frames, cap));
+}
+
+}  // namespace
+
 VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
                                       VllmEngine engine, Dtype dtype, int tp,
                                       std::int64_t max_num_seqs,
@@ -115,39 +143,69 @@ VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
     return p;
   }
   const std::int64_t side = model.vision_image_size / model.vision_patch_size;
-  p.tokens_per_image = tpi;
-  p.patches_per_image = side * side;
   const std::int64_t seqs = std::max<std::int64_t>(1, max_num_seqs);
   const std::int64_t batched =
       std::max<std::int64_t>(1, max_num_batched_tokens);
+  const std::int64_t len = std::max<std::int64_t>(0, max_model_len);
+  // Video models get one dummy video per prompt next to one image, its
+  // frames at the largest image size: up to 0.8.5 (V0 and V1) from the
+  // max_model_len left after the image, counted from 0 frames, at most 16
+  // (_MAX_FRAMES_PER_VIDEO); 0.11 (#25557's era) from all of max_model_len,
+  // counted from 1, at most 14. Releases in between are not pinned: the
+  // older rule up to 0.10 here.
+  const bool newer_video = version >= v(0, 11);
+  p.frames = model.vision_video
+                 ? video_frames(model, tpi, newer_video ? len : len - tpi,
+                                newer_video ? 1 : 0, newer_video ? 14 : 16)
+                 : 0;
+  const std::int64_t video_tokens =
+      model.vision_video ? video_groups(model, p.frames) * tpi : 0;
+  const std::int64_t image_patches = side * side;
+  const std::int64_t video_patches =
+      model.vision_video ? video_groups(model, p.frames) * side * side : 0;
+  std::int64_t pixel_patches = 0;  // patches whose pixel values are held
+  std::int64_t tower_patches = 0;  // patches of the tower's largest call
   if (engine == VllmEngine::v0) {
     // worker/model_runner.py _dummy_run: max_num_seqs = min(max_num_seqs,
-    // max_num_batched_tokens // get_max_multimodal_tokens()), at least 1;
-    // each dummy sequence carries limit_mm_per_prompt images (1 in V0,
-    // config.py get_limit_per_prompt).
-    p.images = std::clamp<std::int64_t>(batched / tpi, 1, seqs);
+    // max_num_batched_tokens // get_max_multimodal_tokens()), at least 1,
+    // the tokens being every modality's largest item x its limit (1 in V0,
+    // config.py get_limit_per_prompt): an image, and a video where the
+    // model takes one. The tower runs images and videos in separate calls
+    // (Qwen2VLForConditionalGeneration: _process_image_input, then
+    // _process_video_input).
+    p.tokens_per_item = tpi + video_tokens;
+    p.items = std::clamp<std::int64_t>(batched / p.tokens_per_item, 1, seqs);
+    p.patches_per_item = image_patches + video_patches;
+    pixel_patches = p.items * p.patches_per_item;
+    tower_patches = p.items * std::max(image_patches, video_patches);
   } else {
+    // V1 profiles one modality, the one with the most tokens per item
+    // (MultiModalBudget.get_modality_with_max_tokens; the image on a tie,
+    // being first).
+    p.video = video_tokens > tpi;
+    p.tokens_per_item = p.video ? video_tokens : tpi;
+    p.patches_per_item = p.video ? video_patches : image_patches;
     // v1/core/encoder_cache_manager.py compute_mm_encoder_budget: both
     // budgets are max(max_num_batched_tokens, max tokens per item)
     // (SchedulerConfig sets max_num_encoder_input_tokens = encoder_cache_size
     // = max_num_batched_tokens).
-    p.encoder_budget = std::max(batched, tpi);
+    p.encoder_budget = std::max(batched, p.tokens_per_item);
     // MultiModalBudget.get_max_items (v1/worker/utils.py 0.11,
     // multimodal/encoder_budget.py later): budget // tokens, at most
     // max_num_seqs x max(1, min(limit 999, max_model_len // tokens)) (V1's
     // default limit, config/multimodal.py); 0.8.5's profile_run took
     // cdiv(budget, tokens) instead (the release it changed in is not pinned:
     // ceil up to 0.10, floor from 0.11 here).
-    const std::int64_t by_budget = version < v(0, 11)
-                                       ? ceil_div(p.encoder_budget, tpi)
-                                       : p.encoder_budget / tpi;
-    const std::int64_t per_prompt = std::clamp<std::int64_t>(
-        std::max<std::int64_t>(0, max_model_len) / tpi, 1, 999);
-    p.images =
-        std::max<std::int64_t>(1, std::min(by_budget, seqs * per_prompt));
+    const std::int64_t by_budget =
+        version < v(0, 11) ? ceil_div(p.encoder_budget, p.tokens_per_item)
+                           : p.encoder_budget / p.tokens_per_item;
+    const std::int64_t per_prompt =
+        std::clamp<std::int64_t>(len / p.tokens_per_item, 1, 999);
+    p.items = std::max<std::int64_t>(1, std::min(by_budget, seqs * per_prompt));
+    pixel_patches = p.items * p.patches_per_item;
+    tower_patches = pixel_patches;
   }
   const double d = dtype_bytes(dtype);
-  const double patches = dbl(p.images) * dbl(p.patches_per_image);
   const double hv = dbl(model.vision_hidden_size);
   const double iv = dbl(model.vision_intermediate_size);
   // pixel_values as the HF image processor returns them (float32), moved to
@@ -156,7 +214,7 @@ VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
   const double pixel_values = 3.0 * dbl(model.vision_temporal_patch_size) *
                               dbl(model.vision_patch_size) *
                               dbl(model.vision_patch_size);
-  p.pixel_bytes = saturated_bytes(patches * pixel_values * 4.0);
+  p.pixel_bytes = saturated_bytes(dbl(pixel_patches) * pixel_values * 4.0);
   // One encoder layer at its peak, the towers in vLLM being tensor-parallel
   // (siglip.py SiglipAttention/SiglipMLP, qwen2_5_vl.py Qwen2_5_VisionBlock:
   // QKVParallelLinear, ColumnParallelLinear): the residual, the normed input
@@ -165,15 +223,18 @@ VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
   // the MLP (fc1 + GELU 2I/tp, or Qwen2.5-VL's gate_up + SiLU 3I/tp).
   const double mlp = (model.vision_gated_mlp ? 3.0 : 2.0) * iv / tp;
   const double attention = 4.0 * hv / tp;
-  p.tower_bytes =
-      saturated_bytes(patches * (3.0 * hv + std::max(mlp, attention)) * d);
+  p.tower_bytes = saturated_bytes(dbl(tower_patches) *
+                                  (3.0 * hv + std::max(mlp, attention)) * d);
   if (engine == VllmEngine::v1) {
-    // profile_run keeps every image's output (tokens x text hidden) in
-    // self.encoder_cache until the text dummy run and sampler are done
-    // (main; 0.10-0.11 padded each output to encoder_budget rows, not
-    // modelled).
-    p.encoder_cache =
-        saturated_bytes(dbl(p.images) * dbl(tpi) * dbl(model.hidden_size) * d);
+    // profile_run keeps every item's output (tokens x text hidden) in
+    // self.encoder_cache until the text dummy run and sampler are done.
+    // 0.10.0 to 0.11.0 first padded each output to encoder_budget rows
+    // ("embeddings that encoder outputs are scattered onto", new_zeros((
+    // encoder_budget, hidden))); #25810 pads to the item's own maximum.
+    const bool padded = v(0, 10, 0) <= version && version <= v(0, 11, 0);
+    p.encoder_rows = padded ? p.encoder_budget : p.tokens_per_item;
+    p.encoder_cache = saturated_bytes(dbl(p.items) * dbl(p.encoder_rows) *
+                                      dbl(model.hidden_size) * d);
   }
   return p;
 }

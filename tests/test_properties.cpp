@@ -334,14 +334,16 @@ Json load_plan_schema() {
 }
 
 // The JSON keys whose value may be null (DESIGN §2 and the plan schema: an
-// unknown host capacity, an override not given, vLLM starting).
+// unknown host capacity, an override not given, vLLM starting, a text-only
+// model's multimodal profile).
 bool nullable(const std::string& key) {
   static const std::set<std::string> k_nullable = {"host_capacity_bytes",
                                                    "host_ram_gib",
                                                    "overhead_gib",
                                                    "reserve",
                                                    "price",
-                                                   "error"};
+                                                   "error",
+                                                   "multimodal"};
   return k_nullable.count(key) > 0;
 }
 

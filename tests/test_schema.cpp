@@ -210,6 +210,8 @@ TEST_CASE(
        "0.05"},
       {"mixtral-8x7b", "--gpus", "2xA100-80", "--kv-dtype", "fp8"},
       {"gpt-oss-20b", "--gpus", "1xH100", "--engine", "vllm"},
+      // A vision-language model: the multimodal profile is an object.
+      {"gemma-3-27b", "--gpus", "1xH100", "--engine", "vllm"},
   };
   for (const auto& command : commands) {
     check_output("oomplan.plan/1", with_json(command));

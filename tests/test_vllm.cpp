@@ -1033,7 +1033,9 @@ oomplan::Model qwen25_vl_7b() {
 }  // namespace
 
 TEST_CASE("vllm: Qwen2.5-VL-7B profiles one 3584-pixel image in V1", "[vllm]") {
-  const Model m = qwen25_vl_7b();
+  Model m = qwen25_vl_7b();
+  CHECK(m.vision_video);
+  m.vision_video = false;  // images only; the video dummy is tested below
   // smart_resize to max_pixels: floor(sqrt(12,845,056) / 28) x 28 = 3,584
   // px a side -> 256 x 256 = 65,536 patches / 2² = 16,384 tokens.
   CHECK(m.vision_image_size == 3584);
@@ -1044,8 +1046,9 @@ TEST_CASE("vllm: Qwen2.5-VL-7B profiles one 3584-pixel image in V1", "[vllm]") {
       vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
                           1, 1024, 8192, 32768);
   CHECK(p.encoder_budget == 16384);
-  CHECK(p.images == 1);
-  CHECK(p.patches_per_image == 65536);
+  CHECK(p.items == 1);
+  CHECK_FALSE(p.video);
+  CHECK(p.patches_per_item == 65536);
   // Tower: 65,536 patches x (3 x 1280 + max(gate_up + SiLU 3 x 3420, qkv +
   // out 4 x 1280)) x 2 B = 65,536 x 14,100 x 2 = 1,848,115,200 B.
   CHECK(p.tower_bytes == 1'848'115'200);
@@ -1059,6 +1062,82 @@ TEST_CASE("vllm: Qwen2.5-VL-7B profiles one 3584-pixel image in V1", "[vllm]") {
             .tower_bytes == 65536LL * (3840 + 5130) * 2);
 }
 
+TEST_CASE("vllm: Qwen-VL profiles a dummy video when it has more tokens",
+          "[vllm]") {
+  const Model m = qwen25_vl_7b();
+  // A video at 3,584 px: each pair of frames (temporal_patch_size 2, odd
+  // counts padded by one) is 65,536 patches, 16,384 tokens.
+  // 0.19, max-model-len 32768: frames from 1 while the next fits 32,768
+  // tokens: 2 -> 1 pair, 3 and 4 -> 2 pairs (32,768), 5 -> 3 pairs: 4
+  // frames, 32,768 tokens > the image's 16,384, so V1 profiles the video.
+  const VllmVisionProfile p =
+      vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
+                          1, 1024, 8192, 32768);
+  CHECK(p.video);
+  CHECK(p.frames == 4);
+  CHECK(p.tokens_per_item == 32768);
+  CHECK(p.encoder_budget == 32768);  // max(8192, 32768)
+  CHECK(p.items == 1);
+  CHECK(p.patches_per_item == 131072);
+  // 131,072 patches x 14,100 x 2 B; pixels 131,072 x 1,176 x 4 B; encoder
+  // cache 32,768 x 3,584 x 2 B.
+  CHECK(p.tower_bytes == 3'696'230'400);
+  CHECK(p.pixel_bytes == 616'562'688);
+  CHECK(p.encoder_cache == 234'881'024);
+  // 0.19 at 128,000 tokens: 14 frames (the cap), 7 pairs = 114,688 tokens,
+  // 458,752 patches x 28,200 B.
+  const VllmVisionProfile long_ctx =
+      vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
+                          1, 1024, 8192, 128000);
+  CHECK(long_ctx.frames == 14);
+  CHECK(long_ctx.tokens_per_item == 114688);
+  CHECK(long_ctx.tower_bytes == 12'936'806'400);
+  // 0.8.5 counted frames from 0 in what the image leaves: at 32,768 that is
+  // 16,384 tokens, 2 frames, 16,384 tokens: a tie, and the image wins.
+  const VllmVisionProfile old =
+      vllm_vision_profile(m, VllmVersion{0, 8, 5}, VllmEngine::v1, Dtype::bf16,
+                          1, 1024, 8192, 32768);
+  CHECK(old.frames == 2);
+  CHECK_FALSE(old.video);
+  CHECK(old.tokens_per_item == 16384);
+  // 0.8.5 at 128,000: 111,616 tokens left hold 6 pairs (98,304): 12 frames
+  // (13 would need 7 pairs), under the cap of 16; 393,216 patches.
+  const VllmVisionProfile old_long =
+      vllm_vision_profile(m, VllmVersion{0, 8, 5}, VllmEngine::v1, Dtype::bf16,
+                          1, 1024, 8192, 128000);
+  CHECK(old_long.video);
+  CHECK(old_long.frames == 12);
+  CHECK(old_long.tower_bytes == 393216LL * 14100 * 2);
+  // V0 (0.7.3) puts one image and one 2-frame video in each dummy sequence:
+  // 32,768 tokens, so 32,768 batched tokens make 1 sequence; both items'
+  // pixels are held, the tower runs the larger (65,536 patches) at a time.
+  const VllmVisionProfile v0 =
+      vllm_vision_profile(m, VllmVersion{0, 7, 3}, VllmEngine::v0, Dtype::bf16,
+                          1, 256, 32768, 32768);
+  CHECK(v0.items == 1);
+  CHECK(v0.tokens_per_item == 32768);
+  CHECK(v0.pixel_bytes == 616'562'688);
+  CHECK(v0.tower_bytes == 1'848'115'200);
+}
+
+TEST_CASE("vllm: 0.10 to 0.11.0 pad each encoder output to the budget",
+          "[vllm]") {
+  const Model& m = find_model(test::catalog(), "gemma-3-4b");
+  // 8,192 batched tokens // 256 = 32 images of 256 tokens; 0.10.1 keeps
+  // each as 8,192 rows of 2,560: 32 x 8,192 x 2,560 x 2 B.
+  auto cache = [&m](VllmVersion version) {
+    return vllm_vision_profile(m, version, VllmEngine::v1, Dtype::bf16, 1, 256,
+                               8192, 32768)
+        .encoder_cache;
+  };
+  CHECK(cache(VllmVersion{0, 10, 1}) == 1'342'177'280);
+  CHECK(cache(VllmVersion{0, 11, 0}) == 1'342'177'280);
+  // Before and after: 256 rows, 32 x 256 x 2,560 x 2 B.
+  CHECK(cache(VllmVersion{0, 9, 2}) == 41'943'040);
+  CHECK(cache(VllmVersion{0, 11, 1}) == 41'943'040);
+  CHECK(cache(VllmVersion{0, 19, 0}) == 41'943'040);
+}
+
 TEST_CASE("vllm: V0 profiles batched // tokens images, V1 its encoder budget",
           "[vllm]") {
   const Model& m = find_model(test::catalog(), "gemma-3-4b");
@@ -1069,7 +1148,7 @@ TEST_CASE("vllm: V0 profiles batched // tokens images, V1 its encoder budget",
   const VllmVisionProfile v0 =
       vllm_vision_profile(m, VllmVersion{0, 7, 3}, VllmEngine::v0, Dtype::bf16,
                           1, 256, 32768, 32768);
-  CHECK(v0.images == 128);
+  CHECK(v0.items == 128);
   CHECK(v0.encoder_budget == 0);
   CHECK(v0.encoder_cache == 0);
   // 128 x 4096 = 524,288 patches x (3 x 1152 + 2 x 4304) x 2 B.
@@ -1080,14 +1159,14 @@ TEST_CASE("vllm: V0 profiles batched // tokens images, V1 its encoder budget",
   const VllmVisionProfile v1 =
       vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
                           1, 256, 8192, 32768);
-  CHECK(v1.images == 32);
+  CHECK(v1.items == 32);
   CHECK(v1.tower_bytes == 3'162'505'216);
   CHECK(v1.encoder_cache == 32LL * 256 * 2560 * 2);
   // A text-only model has no vision profile.
   CHECK(vllm_vision_profile(find_model(test::catalog(), "gemma-3-1b"),
                             VllmVersion{0, 19, 0}, VllmEngine::v1, Dtype::bf16,
                             1, 256, 8192, 32768)
-            .images == 0);
+            .items == 0);
 }
 
 TEST_CASE("vllm: Gemma 3 4B's V0 image profile overflows an L4 text fits on",
@@ -1109,4 +1188,27 @@ TEST_CASE("vllm: Gemma 3 4B's V0 image profile overflows an L4 text fits on",
   // fp32 pixels (1.23 GB), above the text profile.
   CHECK(mm.vllm->activation_peak_bytes == 12'650'020'864 + 1'233'125'376);
   CHECK(text.vllm->activation_peak_bytes < 4 * k_gib);
+}
+
+TEST_CASE("vllm: the report names the multimodal dummies it assumed",
+          "[vllm]") {
+  // Gemma 3 27B on an H100 with 0.10.1 (V1, 8192 batched tokens): 8192 //
+  // 256 = 32 images, each kept as 8192 rows (the 0.10-0.11.0 padding).
+  const auto r = test::run_cli({"gemma-3-27b", "--gpus", "1xH100", "--engine",
+                                "vllm", "--vllm-version", "0.10.1"});
+  CHECK_THAT(r.out, Catch::Contains("  multimodal dummies: 32 images of 256 "
+                                    "tokens (4096 patches each), encoder "
+                                    "cache 32 x 8192 rows\n"));
+  // The same in JSON: 32 x 8192 x 5376 x 2 B of encoder cache.
+  const auto j = test::run_cli({"gemma-3-27b", "--gpus", "1xH100", "--engine",
+                                "vllm", "--vllm-version", "0.10.1", "--json"});
+  const auto mm = nlohmann::json::parse(j.out).at("vllm").at("multimodal");
+  CHECK(mm.at("items") == 32);
+  CHECK(mm.at("video") == false);
+  CHECK(mm.at("encoder_rows") == 8192);
+  CHECK(mm.at("encoder_cache_bytes") == 2'818'572'288LL);
+  // A text-only model has none.
+  const auto text = test::run_cli(
+      {"llama3-8b", "--gpus", "1xH100", "--engine", "vllm", "--json"});
+  CHECK(nlohmann::json::parse(text.out).at("vllm").at("multimodal").is_null());
 }

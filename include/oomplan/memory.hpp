@@ -9,6 +9,7 @@
 #include "oomplan/model.hpp"
 #include "oomplan/setup.hpp"
 #include "oomplan/units.hpp"
+#include "oomplan/vllm.hpp"
 
 #include <array>
 #include <cstdint>
@@ -81,6 +82,7 @@ struct VllmProfile {
   std::int64_t graphs = 0;                  // graphs captured
   bool graphs_in_budget = false;  // from 0.21 the graphs are inside gpu_util
   std::int64_t block_size = 16;   // tokens per KV block
+  VllmVisionProfile vision;       // multimodal dummies (items 0: text only)
 };
 
 // Conditions the report explains in words (text is rendered by report.cpp).

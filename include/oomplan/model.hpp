@@ -147,6 +147,8 @@ struct Model {
   std::int64_t vision_intermediate_size = 0;
   std::int64_t vision_layers = 0;
   bool vision_gated_mlp = false;  // gate_up + SiLU (Qwen2.5-VL) vs fc1 + GELU
+  bool vision_video = false;  // takes video (Qwen2-VL, Qwen2.5-VL): vLLM also
+                              // profiles a dummy video
 
   // The checkpoint's own weight format (`--quant auto`); Quant::none means
   // dtype weights.

@@ -153,12 +153,17 @@ std::int64_t vllm_graph_count(VllmGraphMode mode,
 // (V1 gpu_model_runner.py profile_run, V0 worker/model_runner.py
 // _dummy_run). All zero for a model without a described vision tower.
 struct VllmVisionProfile {
-  std::int64_t images = 0;            // dummy images profiled
-  std::int64_t tokens_per_image = 0;  // decoder tokens of one largest image
-  std::int64_t patches_per_image = 0;
+  std::int64_t items = 0;            // dummy items profiled (V0: sequences)
+  bool video = false;                // V1 profiles a video (else images)
+  std::int64_t frames = 0;           // frames of the dummy video (0: none)
+  std::int64_t tokens_per_item = 0;  // decoder tokens of one item (V0: one
+                                     // sequence's image + video)
+  std::int64_t patches_per_item = 0;
   std::int64_t encoder_budget = 0;  // V1 encoder cache budget, tokens (V0: 0)
+  std::int64_t encoder_rows = 0;    // V1: rows kept per item (its tokens, or
+                                    // the budget where outputs are padded)
   Bytes pixel_bytes = 0;    // fp32 pixel_values, held for the whole profile
-  Bytes tower_bytes = 0;    // the tower's forward peak over all images
+  Bytes tower_bytes = 0;    // the tower's forward peak (its largest call)
   Bytes encoder_cache = 0;  // V1: encoder outputs kept in encoder_cache
                             // during the text dummy run
 };
