@@ -450,6 +450,9 @@ Model read_model(const json& object, std::string_view origin, std::string label,
   m.vision_layers = r.integer("vision_layers", m.vision_layers, 0);
   m.vision_gated_mlp = r.boolean("vision_gated_mlp", m.vision_gated_mlp);
   m.vision_video = r.boolean("vision_video", m.vision_video);
+  m.vision_max_tiles = r.integer("vision_max_tiles", m.vision_max_tiles, 0);
+  m.vision_intermediate_layers =
+      r.integer("vision_intermediate_layers", m.vision_intermediate_layers, 0);
 
   if (r.find("checkpoint_quant") != nullptr) {
     const std::string text = r.string("checkpoint_quant", "");

@@ -274,6 +274,9 @@ std::string model(const Model& m) {
   f.add("vision_layers", m.vision_layers, d.vision_layers);
   f.add("vision_gated_mlp", m.vision_gated_mlp, d.vision_gated_mlp);
   f.add("vision_video", m.vision_video, d.vision_video);
+  f.add("vision_max_tiles", m.vision_max_tiles, d.vision_max_tiles);
+  f.add("vision_intermediate_layers", m.vision_intermediate_layers,
+        d.vision_intermediate_layers);
   f.add_enum("checkpoint_quant", m.checkpoint_quant, d.checkpoint_quant);
   f.add_enum("checkpoint_dtype", m.checkpoint_dtype, d.checkpoint_dtype);
   f.add("official_params", m.official_params, d.official_params);

@@ -522,6 +522,25 @@ Count mllama_vision_params(const Config& v, Count text_hidden) {
   return tower + out_dim * text_hidden + text_hidden;
 }
 
+// What vLLM's profile runs through the Mllama tower (MllamaVisionConfig
+// defaults): max_num_tiles tiles of image_size, the local and the gated
+// global layers, intermediate_layers_indices kept for the output.
+void read_mllama_vision(const Config& v, Model& m) {
+  m.vision_image_size = v.get({"image_size"}, 560);
+  m.vision_patch_size = std::max<std::int64_t>(1, v.get({"patch_size"}, 14));
+  m.vision_hidden_size = v.get({"hidden_size"}, 1280);
+  m.vision_intermediate_size = v.get({"intermediate_size"}, 5120);
+  m.vision_layers = (Count(v.get({"num_hidden_layers"}, 32)) +
+                     Count(v.get({"num_global_layers"}, 8)))
+                        .value();
+  m.vision_max_tiles = v.get({"max_num_tiles"}, 4);
+  m.vision_intermediate_layers = 5;  // [3, 7, 15, 23, 30]
+  if (const json* kept = v.find({"intermediate_layers_indices"});
+      kept && kept->is_array()) {
+    m.vision_intermediate_layers = static_cast<std::int64_t>(kept->size());
+  }
+}
+
 // Llama4VisionModel and Llama4MultiModalProjector (modeling_llama4.py):
 // unfold patch linear (C p² x h, no bias), class embedding, (image/patch)² + 1
 // positions, LayerNorms before and after, encoder layers with biased q, k, v,
@@ -983,6 +1002,7 @@ Model import_hf_config(std::string_view config_text, std::string_view origin,
           8 * Count(m.hidden_size) + cross * (2 * Count(m.head_dim) + 2);
       if (const auto vision = root.child("vision_config")) {
         extra = extra + mllama_vision_params(*vision, m.hidden_size);
+        read_mllama_vision(*vision, m);
       }
       m.extra_params = extra.value();
     } else if (type == "mistral3") {

@@ -368,14 +368,16 @@ Bytes vllm_activation(const Model& m, const Gpu& gpu, const Resolved& s,
       r.last ? vllm_text_sampler(m, s, t, h, d, moe_workspace) : 0.0;
   // Multimodal models run their dummy images through the vision tower
   // first, on every pipeline stage (profile_run before _dummy_run); the
-  // pixel values stay referenced, and in V1 the encoder outputs stay in
-  // encoder_cache, through the text dummy run (vllm.hpp
+  // pixel values stay referenced, and the encoder outputs (V1's
+  // encoder_cache, mllama's cross-attention states and one cross layer's K
+  // and V) stay through the text dummy run (vllm.hpp
   // vllm_vision_profile). The peak is the larger of the tower's forward and
   // the text profile on top of what the images left.
   const VllmVisionProfile vision = vllm_vision_profile(
       m, s.vllm_release, s.vllm_engine, s.dtype, tp, s.max_num_seqs,
       s.max_num_batched_tokens, s.max_model_len);
-  const double held = dbl(vision.pixel_bytes) + dbl(vision.encoder_cache);
+  const double held = dbl(vision.pixel_bytes) + dbl(vision.encoder_cache) +
+                      dbl(vision.cross_kv_bytes);
   const double tower = dbl(vision.pixel_bytes) + dbl(vision.tower_bytes);
   return saturated_bytes(std::max(tower, held + std::max(forward, text)));
 }
@@ -669,8 +671,11 @@ void add_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   // V0 went on and ran out of cache blocks instead.
   const bool free_check =
       s.vllm_engine == VllmEngine::v1 && s.vllm_release >= VllmVersion{0, 9, 1};
-  if (std::string refused = vllm_max_model_len_error(m, s.max_model_len);
-      !refused.empty()) {
+  if (std::string removed = vllm_removed_error(m, s.vllm_release);
+      !removed.empty()) {
+    p.error = std::move(removed);
+  } else if (std::string refused = vllm_max_model_len_error(m, s.max_model_len);
+             !refused.empty()) {
     p.error = std::move(refused);
   } else if (const int need_cc = vllm_min_capability(s.quant);
              gpu.compute_capability > 0 && gpu.compute_capability < need_cc) {

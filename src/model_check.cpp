@@ -65,6 +65,8 @@ std::optional<ModelProblem> check_bounds(const Model& m) {
   // 3,584).
   const std::int64_t vision_min = m.vision_layers > 0 ? 1 : 0;
   constexpr std::int64_t k_max_vision_image = 65536;
+  // mllama tiles an image into 4 (max_num_tiles); 64 leaves room.
+  constexpr std::int64_t k_max_vision_tiles = 64;
   // clang-format off
   const Bound bounds[] = {
       {"hidden_size",                     m.hidden_size,                     1, k_max_hidden},
@@ -113,6 +115,8 @@ std::optional<ModelProblem> check_bounds(const Model& m) {
       {"vision_hidden_size",              m.vision_hidden_size,              vision_min, k_max_hidden},
       {"vision_intermediate_size",        m.vision_intermediate_size,        vision_min, k_max_intermediate},
       {"vision_layers",                   m.vision_layers,                   0, k_max_layers},
+      {"vision_max_tiles",                m.vision_max_tiles,                0, k_max_vision_tiles},
+      {"vision_intermediate_layers",      m.vision_intermediate_layers,      0, k_max_layers},
       {"params",                          m.params,                          0, max_params},
       {"params_active",                   m.params_active,                   0, max_params},
       {"official_params",                 m.official_params,                 0, max_params},

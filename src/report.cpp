@@ -151,7 +151,8 @@ Json multimodal_json(const VllmVisionProfile& v) {
           {"encoder_rows", v.encoder_rows},
           {"pixel_bytes", v.pixel_bytes},
           {"tower_bytes", v.tower_bytes},
-          {"encoder_cache_bytes", v.encoder_cache}};
+          {"encoder_cache_bytes", v.encoder_cache},
+          {"cross_kv_bytes", v.cross_kv_bytes}};
 }
 
 std::string time_text(const Plan& plan) {

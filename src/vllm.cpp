@@ -64,13 +64,15 @@ bool big_card(const Gpu& gpu) {
 // first release where V1 runs them by default.
 struct V0Only {
   std::string_view model_type;
-  VllmVersion v1_from;
+  VllmVersion v1_from;   // or the release that removed it
+  bool removed = false;  // V0's end was the architecture's end
 };
 // mamba2-style hybrids: V1-capable with #19327 (2025-06-18) but falling back
 // by default ("V1 mamba models are unoptimized", _warn_or_fallback) until
 // #23650 (2025-08-27) -> 0.10.2; mamba and jamba became V1-capable in 0.10.1.
-// Encoder-decoder models stay V0 until V0 is removed; 0.11 dropped mllama
-// (#24907) and kept whisper on V1.
+// Encoder-decoder models stay V0 until V0 is removed; 0.11 dropped mllama,
+// bart and florence2 with V0's encoder-decoder runner (#24907) and kept
+// whisper on V1.
 constexpr std::array<V0Only, 13> k_v0_only{{
     {"mamba", v(0, 10, 2)},
     {"falcon_mamba", v(0, 10, 2)},
@@ -81,10 +83,10 @@ constexpr std::array<V0Only, 13> k_v0_only{{
     {"zamba2", v(0, 10, 2)},
     {"nemotron_h", v(0, 10, 2)},
     {"granitemoehybrid", v(0, 10, 2)},
-    {"mllama", v(0, 11)},
+    {"mllama", v(0, 11), true},
     {"whisper", v(0, 10, 2)},
-    {"bart", v(0, 11)},
-    {"florence2", v(0, 11)},
+    {"bart", v(0, 11), true},
+    {"florence2", v(0, 11), true},
 }};
 
 // A vision-language checkpoint: parameters outside the text model (vision
@@ -130,6 +132,50 @@ std::int64_t video_frames(const Model& m, std::int64_t tokens_per_group,
   return std::max<std::int64_t>(1, std::min(frames, cap));
 }
 
+// mllama, which only V0's EncoderDecoderModelRunner ran (profile_run):
+// max_num_seqs sequences, each with one image of the most features
+// (max_num_tiles tiles, MllamaProcessingInfo
+// get_image_size_with_most_features), all through the tower in one call.
+VllmVisionProfile tiled_profile(const Model& m, Dtype dtype, int tp,
+                                std::int64_t seqs) {
+  VllmVisionProfile p;
+  const std::int64_t side = m.vision_image_size / m.vision_patch_size;
+  // Each tile is side² patches and a class token (calc_token_per_chunk),
+  // padded to a multiple of 8 inside the tower (MllamaVisionModel.forward).
+  const std::int64_t chunk = side * side + 1;
+  p.items = seqs;
+  p.tokens_per_item = m.vision_max_tiles * chunk;
+  p.patches_per_item = m.vision_max_tiles * ceil_div(chunk, 8) * 8;
+  const double d = dtype_bytes(dtype);
+  const double n = dbl(p.items);
+  const double len = dbl(p.patches_per_item);
+  const double hv = dbl(m.vision_hidden_size);
+  p.pixel_bytes = saturated_bytes(n * dbl(m.vision_max_tiles) * 3.0 *
+                                  dbl(m.vision_image_size) *
+                                  dbl(m.vision_image_size) * 4.0);
+  // _prepare_aspect_ratio_attention_mask: one (L x L) additive mask per
+  // image, in the model dtype, for every layer (SDPA with attn_mask); the
+  // outputs of intermediate_layers_indices stacked for the output; and one
+  // layer at its peak (residual, normed input and output, next to qkv +
+  // output or fc1 + GELU, split by TP).
+  const double layer =
+      3.0 * hv +
+      std::max(4.0 * hv, 2.0 * dbl(m.vision_intermediate_size)) / dbl(tp);
+  p.tower_bytes = saturated_bytes(
+      n * d *
+      (len * len + dbl(m.vision_intermediate_layers) * len * hv + len * layer));
+  // The projected cross_attention_states (tokens x text hidden) stay through
+  // the text dummy run, where each cross-attention layer projects them to
+  // its K and V (kv heads split by TP, replicated below one per rank).
+  p.encoder_cache =
+      saturated_bytes(n * dbl(p.tokens_per_item) * dbl(m.hidden_size) * d);
+  const double kv_heads =
+      std::max(1.0, dbl(m.num_kv_heads) / static_cast<double>(tp));
+  p.cross_kv_bytes = saturated_bytes(n * dbl(p.tokens_per_item) * 2.0 *
+                                     kv_heads * dbl(m.head_dim) * d);
+  return p;
+}
+
 }  // namespace
 
 VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
@@ -142,8 +188,12 @@ VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
   if (tpi == 0) {
     return p;
   }
-  const std::int64_t side = model.vision_image_size / model.vision_patch_size;
   const std::int64_t seqs = std::max<std::int64_t>(1, max_num_seqs);
+  if (model.vision_max_tiles > 0) {
+    // V1 never ran mllama (vllm_removed_error says why it would not start).
+    return engine == VllmEngine::v0 ? tiled_profile(model, dtype, tp, seqs) : p;
+  }
+  const std::int64_t side = model.vision_image_size / model.vision_patch_size;
   const std::int64_t batched =
       std::max<std::int64_t>(1, max_num_batched_tokens);
   const std::int64_t len = std::max<std::int64_t>(0, max_model_len);
@@ -237,6 +287,20 @@ VllmVisionProfile vllm_vision_profile(const Model& model, VllmVersion version,
                                       dbl(model.hidden_size) * d);
   }
   return p;
+}
+
+std::string vllm_removed_error(const Model& model, VllmVersion version) {
+  for (const V0Only& arch : k_v0_only) {
+    if (arch.removed && model.model_type == arch.model_type &&
+        version >= arch.v1_from) {
+      // registry.py _PREVIOUSLY_SUPPORTED_MODELS (#24961).
+      return fmt::format(
+          "vLLM {} removed {} with V0's encoder-decoder runner (#24907); plan "
+          "it with --vllm-version 0.10",
+          vllm_version_text(arch.v1_from), model.model_type);
+    }
+  }
+  return {};
 }
 
 std::optional<VllmVersion> vllm_version_from_text(std::string_view text) {

@@ -212,6 +212,8 @@ TEST_CASE(
       {"gpt-oss-20b", "--gpus", "1xH100", "--engine", "vllm"},
       // A vision-language model: the multimodal profile is an object.
       {"gemma-3-27b", "--gpus", "1xH100", "--engine", "vllm"},
+      {std::string(OOMPLAN_TEST_DATA) + "/hf/llama-3.2-11b-vision", "--gpus",
+       "1xA100-80", "--engine", "vllm", "--vllm-version", "0.8.5"},
   };
   for (const auto& command : commands) {
     check_output("oomplan.plan/1", with_json(command));

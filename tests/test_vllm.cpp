@@ -1212,3 +1212,77 @@ TEST_CASE("vllm: the report names the multimodal dummies it assumed",
       {"llama3-8b", "--gpus", "1xH100", "--engine", "vllm", "--json"});
   CHECK(nlohmann::json::parse(text.out).at("vllm").at("multimodal").is_null());
 }
+
+namespace {
+
+Model llama32_vision_11b() {
+  const std::string path =
+      std::string(OOMPLAN_TEST_DATA) + "/hf/llama-3.2-11b-vision/config.json";
+  return oomplan::import_hf_config(test::read_required_file(path), path);
+}
+
+}  // namespace
+
+TEST_CASE("vllm: mllama's V0 profile runs max-num-seqs tiled images at once",
+          "[vllm]") {
+  const Model m = llama32_vision_11b();
+  CHECK(m.vision_max_tiles == 4);
+  CHECK(m.vision_layers == 40);  // 32 local + 8 global
+  CHECK(m.vision_intermediate_layers == 5);
+  // 0.8.5 V0 (EncoderDecoderModelRunner), 256 sequences of one 4-tile image:
+  // a tile is (560 / 14)² + 1 = 1,601 patches (6,404 encoder tokens an
+  // image), padded to 1,608: L = 6,432.
+  const VllmVisionProfile p = vllm_vision_profile(
+      m, VllmVersion{0, 8, 5}, VllmEngine::v0, Dtype::bf16, 1, 256, 5120, 4096);
+  CHECK(p.items == 256);
+  CHECK(p.tokens_per_item == 6404);
+  CHECK(p.patches_per_item == 6432);
+  // fp32 pixels: 256 x 4 x 3 x 560² x 4 B.
+  CHECK(p.pixel_bytes == 3'853'516'800);
+  // Per image: the L² mask 41,370,624 + 5 kept layer outputs 5 x 6,432 x
+  // 1,280 = 41,164,800 + one layer 6,432 x (3 x 1,280 + 2 x 5,120) =
+  // 90,562,560 -> 173,097,984 x 2 B, x 256.
+  CHECK(p.tower_bytes == 88'626'167'808);
+  // Cross-attention states 256 x 6,404 x 4,096 x 2 B; one cross layer's K
+  // and V: 256 x 6,404 x 2 x 8 x 128 x 2 B (1,639,424 tokens x 8,192 B
+  // and x 4,096 B).
+  CHECK(p.encoder_cache == 13'430'161'408);
+  CHECK(p.cross_kv_bytes == 6'715'080'704);
+  // TP 2 halves the layer's MLP (5,120) and the KV heads (4), not the mask.
+  const VllmVisionProfile tp2 = vllm_vision_profile(
+      m, VllmVersion{0, 8, 5}, VllmEngine::v0, Dtype::bf16, 2, 256, 5120, 4096);
+  CHECK(tp2.tower_bytes ==
+        256LL * 2 * (41'370'624 + 41'164'800 + 6432LL * (3840 + 5120)));
+  CHECK(tp2.cross_kv_bytes == p.cross_kv_bytes / 2);
+  // V1 never ran it.
+  CHECK(vllm_vision_profile(m, VllmVersion{0, 11, 0}, VllmEngine::v1,
+                            Dtype::bf16, 1, 256, 8192, 4096)
+            .items == 0);
+}
+
+TEST_CASE("vllm: Llama 3.2 Vision needs fewer sequences, and no 0.11",
+          "[vllm]") {
+  // The tower over 256 images (86.13 GiB with the pixels) does not fit an
+  // A100-80 on 0.8.5; vLLM's docs serve it with --max-num-seqs 16.
+  const auto path =
+      std::string(OOMPLAN_TEST_DATA) + "/hf/llama-3.2-11b-vision/config.json";
+  const auto full =
+      test::run_cli({path, "--gpus", "1xA100-80", "--engine", "vllm",
+                     "--vllm-version", "0.8.5", "--json"});
+  CHECK(full.code == 1);
+  const auto j = nlohmann::json::parse(full.out).at("vllm");
+  CHECK(j.at("activation_peak_bytes") == 88'626'167'808LL + 3'853'516'800LL);
+  CHECK(j.at("multimodal").at("items") == 256);
+  const auto few =
+      test::run_cli({path, "--gpus", "1xA100-80", "--engine", "vllm",
+                     "--vllm-version", "0.8.5", "--max-num-seqs", "16"});
+  CHECK(few.code == 0);
+  // From 0.11 vLLM has no mllama.
+  const auto now =
+      test::run_cli({path, "--gpus", "1xH100", "--engine", "vllm"});
+  CHECK(now.code == 1);
+  CHECK_THAT(now.out, Catch::Contains("vLLM would not start: vLLM 0.11 removed "
+                                      "mllama with V0's encoder-decoder "
+                                      "runner (#24907); plan it with "
+                                      "--vllm-version 0.10"));
+}

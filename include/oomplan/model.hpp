@@ -147,6 +147,11 @@ struct Model {
   std::int64_t vision_intermediate_size = 0;
   std::int64_t vision_layers = 0;
   bool vision_gated_mlp = false;  // gate_up + SiLU (Qwen2.5-VL) vs fc1 + GELU
+  std::int64_t vision_max_tiles = 0;  // mllama: an image is up to this many
+                                      // tiles of vision_image_size (0: no
+                                      // tiling)
+  std::int64_t vision_intermediate_layers = 0;  // mllama: encoder layers
+                                                // whose outputs are kept
   bool vision_video = false;  // takes video (Qwen2-VL, Qwen2.5-VL): vLLM also
                               // profiles a dummy video
 

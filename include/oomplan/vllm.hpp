@@ -44,6 +44,10 @@ std::optional<VllmVersion> vllm_version_from_text(std::string_view text);
 // "0.19", "0.6.5", "0.6" (for patch k_vllm_any_patch).
 std::string vllm_version_text(VllmVersion version);
 
+// Why this release refuses an architecture it no longer has (mllama, bart
+// and florence2 from 0.11); empty when it runs it.
+std::string vllm_removed_error(const Model& model, VllmVersion version);
+
 enum class VllmEngine { v0, v1 };
 std::string_view vllm_engine_name(VllmEngine engine);  // "V0", "V1"
 
@@ -162,10 +166,13 @@ struct VllmVisionProfile {
   std::int64_t encoder_budget = 0;  // V1 encoder cache budget, tokens (V0: 0)
   std::int64_t encoder_rows = 0;    // V1: rows kept per item (its tokens, or
                                     // the budget where outputs are padded)
-  Bytes pixel_bytes = 0;    // fp32 pixel_values, held for the whole profile
-  Bytes tower_bytes = 0;    // the tower's forward peak (its largest call)
-  Bytes encoder_cache = 0;  // V1: encoder outputs kept in encoder_cache
-                            // during the text dummy run
+  Bytes pixel_bytes = 0;     // fp32 pixel_values, held for the whole profile
+  Bytes tower_bytes = 0;     // the tower's forward peak (its largest call)
+  Bytes encoder_cache = 0;   // encoder outputs held during the text dummy
+                             // run (V1's encoder_cache, mllama's
+                             // cross-attention states)
+  Bytes cross_kv_bytes = 0;  // mllama: one cross-attention layer's K and V
+                             // over every dummy image
 };
 // Decoder tokens of one image of the largest size: (image / patch)² /
 // merge² (0 without a vision tower).
