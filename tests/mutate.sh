@@ -42,6 +42,9 @@ src/plan.cpp|  r.zero = s.zero.value_or(s.fsdp ? 3 : 0);|  r.zero = s.zero.value
 src/plan.cpp|  if (model.num_heads > 0 && model.num_heads % r.tp != 0) {|  if (false) {|tp divides the attention heads
 include/oomplan/advice.hpp|inline constexpr double k_advise_headroom_share = 0.10;|inline constexpr double k_advise_headroom_share = 0.0;|fixes for tight plans
 src/model.cpp|  return end / model.moe_every - from / model.moe_every;|  return end / model.moe_every - from / model.moe_every + 1;|MoE layers in a span
+src/vllm.cpp|    const bool padded = v(0, 10, 0) <= version && version <= v(0, 11, 0);|    const bool padded = v(0, 10, 0) <= version && version < v(0, 11, 0);|0.11.0 pads encoder outputs to the budget
+src/vllm.cpp|      (len * len + dbl(m.vision_intermediate_layers) * len * hv + len * layer));|      (dbl(m.vision_intermediate_layers) * len * hv + len * layer));|mllama's L x L attention mask
+src/vllm.cpp|                                newer_video ? 1 : 0, newer_video ? 14 : 16)|                                newer_video ? 1 : 0, newer_video ? 16 : 16)|0.11's 14-frame video cap
 EOF
 )
 

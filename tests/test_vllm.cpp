@@ -1092,6 +1092,14 @@ TEST_CASE("vllm: Qwen-VL profiles a dummy video when it has more tokens",
   CHECK(long_ctx.frames == 14);
   CHECK(long_ctx.tokens_per_item == 114688);
   CHECK(long_ctx.tower_bytes == 12'936'806'400);
+  // Where max-model-len would take more, the caps bind: 262,144 tokens hold
+  // 16 pairs (32 frames), but 0.19 stops at 14 frames and 0.8.5 at 16.
+  CHECK(vllm_vision_profile(m, VllmVersion{0, 19, 0}, VllmEngine::v1,
+                            Dtype::bf16, 1, 1024, 8192, 262144)
+            .frames == 14);
+  CHECK(vllm_vision_profile(m, VllmVersion{0, 8, 5}, VllmEngine::v1,
+                            Dtype::bf16, 1, 1024, 8192, 262144)
+            .frames == 16);
   // 0.8.5 counted frames from 0 in what the image leaves: at 32,768 that is
   // 16,384 tokens, 2 frames, 16,384 tokens: a tie, and the image wins.
   const VllmVisionProfile old =
