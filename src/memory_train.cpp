@@ -1019,6 +1019,14 @@ StageResult train_stage(const Model& model, const Resolved& setup,
       buffers += std::max(2.0 * layer_w, layer_w + vocab_unit) +
                  (full ? largest * d : 0.0);
     }
+    if (setup.fsdp && offload_params) {
+      // CPU offload keeps the shard on the CPU and copies it to the GPU for
+      // each all-gather (FSDP1 pre_unshard: FlatParamHandle.flat_param_to or
+      // _use_low_precision_shard; FSDP2 FSDPParam.all_gather_inputs:
+      // sharded_param_data.to(device)), freed once gathered: one unit's
+      // shard at a time.
+      buffers += layer_w / dp;
+    }
   } else if (zero >= 1 && dp > 1) {
     // DeepSpeed ZeRO-1/2 reduce buckets, double-buffered (contiguous
     // gradients ipg_buffer), at the HF "auto" size hidden^2.

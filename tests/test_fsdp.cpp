@@ -119,6 +119,24 @@ TEST_CASE(
   CHECK(b.bytes_of("buffers") == 3'908'560'056);
 }
 
+TEST_CASE(
+    "fsdp: CPU offload copies a unit's shard to the GPU for its all-gather",
+    "[fsdp]") {
+  // offload_params: the 27,264,000-element shard (218,112,000 / 8) comes to
+  // the GPU for each all-gather, 54,528,000 B in bf16, next to the buffers
+  // of the same run without offload (3,464,546,304, above).
+  Setup s = full_8k(8, 1);
+  s.offload = Offload::params;
+  const Budget b = test::budget(llama3_8b(), h100(), s);
+  CHECK(b.bytes_of("buffers") == 3'464'546'304 + 54'528'000);
+  CHECK(b.bytes_of("weights") == 0);  // the parameters live on the CPU
+  // FSDP2 copies the same shard (FSDPParam.all_gather_inputs).
+  s.fsdp_version = 2;
+  CHECK(test::budget(llama3_8b(), h100(), s).bytes_of("buffers") ==
+        test::budget(llama3_8b(), h100(), full_8k(8, 2)).bytes_of("buffers") +
+            54'528'000);
+}
+
 TEST_CASE("fsdp: FSDP1's peaks are never below FSDP2's for the same setup",
           "[fsdp]") {
   const Gpu g = h100();
