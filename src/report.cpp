@@ -123,11 +123,14 @@ std::string peak_text(const Peak& p) {
 
 // What vLLM's profile ran through the vision tower before the text dummy.
 std::string multimodal_line(const VllmVisionProfile& v) {
-  std::string item =
-      v.video ? fmt::format("{}-frame videos", v.frames)
-      : v.frames > 0
-          ? fmt::format("sequences of an image and a {}-frame video", v.frames)
-          : std::string("images");
+  const std::string_view s = v.items == 1 ? "" : "s";
+  // V0 (no encoder budget) puts an image and a video in each sequence.
+  const std::string item =
+      v.video ? fmt::format("{}-frame video{}", v.frames, s)
+      : v.encoder_budget == 0 && v.frames > 0
+          ? fmt::format("sequence{} of an image and a {}-frame video", s,
+                        v.frames)
+          : fmt::format("image{}", s);
   std::string text =
       fmt::format("  multimodal dummies: {} {} of {} tokens ({} patches each)",
                   v.items, item, v.tokens_per_item, v.patches_per_item);

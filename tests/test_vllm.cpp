@@ -1294,3 +1294,30 @@ TEST_CASE("vllm: Llama 3.2 Vision needs fewer sequences, and no 0.11",
                                       "runner (#24907); plan it with "
                                       "--vllm-version 0.10"));
 }
+
+TEST_CASE("vllm: the multimodal line names images, videos or V0 sequences",
+          "[vllm]") {
+  // A Qwen2.5-VL entry (tests/data/catalog-vision): at max-model-len 4096 a
+  // 1-frame video ties the image (16,384 tokens) and V1 profiles the image;
+  // at 32768 a 4-frame video wins; V0 (0.7.3) puts both in one sequence.
+  const std::string dir = std::string(OOMPLAN_TEST_DATA) + "/catalog-vision";
+  auto line = [&dir](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "my-qwen2.5-vl-7b", "--gpus", "1xH100", "--engine", "vllm",
+        "--catalog",        dir};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::string out = test::run_cli(args).out;
+    const auto at = out.find("  multimodal dummies:");
+    return at == std::string::npos ? std::string()
+                                   : out.substr(at, out.find('\n', at) - at);
+  };
+  CHECK(line({}) ==
+        "  multimodal dummies: 1 image of 16384 tokens (65536 patches each), "
+        "encoder cache 1 x 16384 rows");
+  CHECK(line({"--max-model-len", "32768"}) ==
+        "  multimodal dummies: 1 4-frame video of 32768 tokens (131072 "
+        "patches each), encoder cache 1 x 32768 rows");
+  CHECK(line({"--max-model-len", "32768", "--vllm-version", "0.7.3"}) ==
+        "  multimodal dummies: 1 sequence of an image and a 2-frame video of "
+        "32768 tokens (131072 patches each)");
+}
