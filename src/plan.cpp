@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 // The plan pipeline. Invariants:
 // - resolve() is the only place a default is derived from the model, the card
@@ -17,6 +19,28 @@
 //   the advisor and the time model on top.
 
 namespace oomplan {
+
+namespace {
+
+// Tensor and pipeline parallel sizes. Inference spreads one replica over a
+// node's GPUs (vLLM and transformers tp_plan); training starts
+// data-parallel. device_map="auto" runs one process holding whole layers per
+// GPU.
+std::pair<int, int> tp_pp(const Setup& s) {
+  if (s.split_layers) {
+    return {1, 1};
+  }
+  return {
+      s.tp.value_or(s.training() ? 1 : std::max(1, s.gpus / std::max(1, s.pp))),
+      s.pp};
+}
+
+}  // namespace
+
+int resolved_dp(const Setup& setup) {
+  const auto [tp, pp] = tp_pp(setup);
+  return setup.total_gpus() / (tp * pp * setup.cp);
+}
 
 Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   Resolved r;
@@ -70,15 +94,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
         round_bytes(*s.host_ram_gib * static_cast<double>(k_gib));
   }
 
-  // Inference spreads one replica over a node's GPUs (vLLM and transformers
-  // tp_plan); training starts data-parallel. device_map="auto" runs one
-  // process holding whole layers per GPU.
-  r.tp =
-      s.tp.value_or(s.training() ? 1 : std::max(1, s.gpus / std::max(1, s.pp)));
-  if (s.split_layers) {
-    r.tp = 1;
-    r.pp = 1;
-  }
+  std::tie(r.tp, r.pp) = tp_pp(s);
   r.zero = s.zero.value_or(s.fsdp ? 3 : 0);
   // --quant auto: the checkpoint's own format; QLoRA's base is NF4.
   r.quant = s.quant;

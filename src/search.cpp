@@ -629,7 +629,7 @@ struct Searcher::Space {
       return true;
     }
     const std::int64_t per_step =
-        std::int64_t{s.batch} * std::max(1, resolve(*model, *gpu, s).dp());
+        std::int64_t{s.batch} * std::max(1, resolved_dp(s));
     if (global_batch % per_step != 0 ||
         global_batch / per_step > k_max_grad_accum) {
       return false;

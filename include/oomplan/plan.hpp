@@ -24,6 +24,9 @@ namespace oomplan {
 // ZeRO stage, max-model-len, the vLLM scheduler budget. Pure and total: an
 // invalid setup resolves to something check() rejects.
 Resolved resolve(const Model& model, const Gpu& gpu, const Setup& setup);
+// resolve(...).dp() without the rest of resolve (the search asks it for
+// every setup it builds).
+int resolved_dp(const Setup& setup);
 
 // The first problem with `setup` for `model` on `gpu`, as the one-line
 // message the CLI prints ("--tp 3 does not divide the 64 attention heads of
