@@ -1321,3 +1321,24 @@ TEST_CASE("vllm: the multimodal line names images, videos or V0 sequences",
         "  multimodal dummies: 1 sequence of an image and a 2-frame video of "
         "32768 tokens (131072 patches each)");
 }
+
+TEST_CASE("vllm: the A100 test is a case-blind substring of either name",
+          "[vllm]") {
+  // get_batch_defaults: "a100" in torch.cuda.get_device_name().lower();
+  // 1024 sequences on other cards of 70 GiB and more (0.19, V1).
+  auto seqs = [](std::string name, std::string full_name) {
+    Gpu g;
+    g.name = std::move(name);
+    g.full_name = std::move(full_name);
+    g.capacity_bytes = 80 * k_gib;
+    return vllm_default_max_num_seqs(g, VllmVersion{0, 19, 0}, VllmEngine::v1);
+  };
+  CHECK(seqs("A100-80", "NVIDIA A100-SXM4-80GB") == 256);
+  CHECK(seqs("x", "nvidia a100 80gb") == 256);
+  CHECK(seqs("my-a100", "") == 256);
+  CHECK(seqs("my-A100", "NVIDIA Custom") == 256);  // the catalog name counts
+  CHECK(seqs("AA1", "A A10 A1000") == 256);        // "a1000" holds "a100"
+  CHECK(seqs("H100", "NVIDIA H100 80GB HBM3") == 1024);
+  CHECK(seqs("A10-big", "NVIDIA A10") == 1024);
+  CHECK(seqs("A", "a") == 1024);  // shorter than the word
+}
