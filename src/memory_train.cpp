@@ -678,7 +678,10 @@ StageResult train_stage(const Model& model, const Resolved& setup,
   // embedding serves both when pp == 1), all split by TP.
   const double embed = as_double(counts.embedding);
   const double head = as_double(counts.lm_head);
-  const LayerSpan here = span_params(model, begin, end);
+  // One stage holds every layer: the counts have them.
+  const LayerSpan here = pp == 1
+                             ? LayerSpan{counts.layers(), counts.largest_layer}
+                             : span_params(model, begin, end);
   const double largest_layer = as_double(here.largest);
   double layer_sum = as_double(here.params);
   if (last) {

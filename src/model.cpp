@@ -252,17 +252,24 @@ ParamCounts count_params(const Model& model) {
   if (encoder_decoder) {
     // T5: encoder layers (self-attention, FFN, 2 norms) and decoder layers
     // (self- and cross-attention, FFN, 3 norms), modeling_t5.T5Block.
-    accumulate(c, layer_counts(m, LayerKind::attention, false, false),
-               m.num_layers);
-    accumulate(c, layer_counts(m, LayerKind::attention, false, true),
-               m.num_decoder_layers);
+    const ParamCounts encoder =
+        layer_counts(m, LayerKind::attention, false, false);
+    const ParamCounts decoder =
+        layer_counts(m, LayerKind::attention, false, true);
+    accumulate(c, encoder, m.num_layers);
+    accumulate(c, decoder, m.num_decoder_layers);
+    // Each stack's first layer also holds its relative bias table.
+    c.largest_layer = std::max(encoder.total(), decoder.total()) +
+                      m.relative_attention_buckets * m.num_heads;
   } else {
     const auto census = layer_census(m, 0, m.num_layers);
     for (const LayerKind kind : k_layer_kinds) {
       for (const bool moe : {false, true}) {
         const std::int64_t n = census[static_cast<std::size_t>(kind)][moe];
         if (n > 0) {
-          accumulate(c, layer_counts(m, kind, moe, false), n);
+          const ParamCounts layer = layer_counts(m, kind, moe, false);
+          accumulate(c, layer, n);
+          c.largest_layer = std::max(c.largest_layer, layer.total());
         }
       }
     }

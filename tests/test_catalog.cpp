@@ -184,9 +184,11 @@ TEST_CASE("model: layer spans count MoE layers in closed form", "[catalog]") {
     // The layers, the vocabulary matrices, the tower and what sits outside
     // every layer partition the model.
     const auto c = oomplan::count_params(model);
-    CHECK(oomplan::span_params(model, 0, n).params + c.embedding + c.lm_head +
-              c.extra + c.outside_layers ==
+    const auto all = oomplan::span_params(model, 0, n);
+    CHECK(all.params + c.embedding + c.lm_head + c.extra + c.outside_layers ==
           c.total());
+    CHECK(c.layers() == all.params);
+    CHECK(c.largest_layer == all.largest);
   }
 }
 

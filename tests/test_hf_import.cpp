@@ -120,6 +120,8 @@ TEST_CASE("hf: the validation configs import to their published sizes",
   CHECK(oomplan::span_params(t5, 0, 48).params + c.embedding + c.lm_head +
             c.outside_layers ==
         2'851'598'336);
+  CHECK(c.layers() == oomplan::span_params(t5, 0, 48).params);
+  CHECK(c.largest_layer == oomplan::span_params(t5, 0, 48).largest);
   // ZeRO paper's 7.5B stand-in: 36 x (12·4096² + 13·4096) + embeddings.
   CHECK(static_cast<double>(total(import_fixture("zero-paper-7.5b"))) ==
         Approx(7.46e9).epsilon(0.005));

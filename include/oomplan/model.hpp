@@ -190,6 +190,7 @@ struct ParamCounts {
   std::int64_t extra = 0;  // vision tower etc. (Model::extra_params)
   std::int64_t outside_layers =
       0;  // the part of `small` in no layer: final norms, lm_head bias
+  std::int64_t largest_layer = 0;  // the largest layer (span_params.largest)
   std::int64_t active =
       0;  // parameters used per token (MoE: top-k routed + shared)
 
@@ -198,6 +199,10 @@ struct ParamCounts {
   }
   std::int64_t total() const {
     return embedding + lm_head + linear() + small + extra;
+  }
+  // Every layer together (span_params over all of them).
+  std::int64_t layers() const {
+    return total() - embedding - lm_head - extra - outside_layers;
   }
 };
 
