@@ -1101,6 +1101,11 @@ double rank_key(const FitPlan& p) {
   return seconds_per_token(p.time) * gpus * price;
 }
 
+// Whether a plan keeps anything in CPU memory (fit ranks those last).
+bool offloads(const FitPlan& p) {
+  return p.setup.offload != Offload::none || p.setup.activation_offload;
+}
+
 }  // namespace
 
 FitResult fit(const Model& model, const std::vector<FitCard>& cards,
@@ -1157,7 +1162,11 @@ FitResult fit(const Model& model, const std::vector<FitCard>& cards,
     }
     return out;
   };
-  for (const FitCard& card : cards) {
+  // Per card, the counts offload may still search: those below the fewest
+  // GPUs the plainer searches found.
+  std::vector<std::vector<int>> offload_counts(cards.size());
+  for (std::size_t c = 0; c < cards.size(); ++c) {
+    const FitCard& card = cards[c];
     if (card.gpu == nullptr) {
       continue;
     }
@@ -1192,10 +1201,23 @@ FitResult fit(const Model& model, const std::vector<FitCard>& cards,
         keep(card, std::move(*found));
       }
     }
-    if (!constraints.no_offload) {
-      if (auto found = offload_search.fewest(*card.gpu, below(counts, limit),
+    offload_counts[c] = below(counts, limit);
+  }
+  // Plans with CPU offload rank after every plan without it: they are
+  // searched only when fewer than --top plans without it were found (in
+  // card order, as they would have been appended).
+  const auto without_offload =
+      std::count_if(plans.begin(), plans.end(),
+                    [](const FitPlan& p) { return !offloads(p); });
+  const bool offload_shown = without_offload < constraints.top;
+  if (!constraints.no_offload && offload_shown) {
+    for (std::size_t c = 0; c < cards.size(); ++c) {
+      if (cards[c].gpu == nullptr) {
+        continue;
+      }
+      if (auto found = offload_search.fewest(*cards[c].gpu, offload_counts[c],
                                              Objective::balanced)) {
-        keep(card, std::move(*found));
+        keep(cards[c], std::move(*found));
       }
     }
   }
@@ -1204,10 +1226,8 @@ FitResult fit(const Model& model, const std::vector<FitCard>& cards,
   result.front = static_cast<std::int64_t>(plans.size());
   std::stable_sort(
       plans.begin(), plans.end(), [](const FitPlan& a, const FitPlan& b) {
-        const bool oa =
-            a.setup.offload != Offload::none || a.setup.activation_offload;
-        const bool ob =
-            b.setup.offload != Offload::none || b.setup.activation_offload;
+        const bool oa = offloads(a);
+        const bool ob = offloads(b);
         if (oa != ob) {
           return ob;  // CPU offload last
         }

@@ -181,6 +181,35 @@ TEST_CASE("search: fit lists CPU offload and accuracy risk after plans without",
   }
 }
 
+TEST_CASE("search: fit's top N are the first N of a longer list", "[search]") {
+  // fit searches CPU offload only when fewer than N plans without it were
+  // found: the cut must not show what a longer list would not.
+  const auto& cat = test::catalog();
+  const Model& model = find_model(cat, "llama3-70b");
+  const auto cards = cards_named({"H100", "A100-80", "L40S"});
+  const Setup base{.mode = Mode::full, .seq = 4096};
+  const auto all = fit(model, cards, base, FitConstraints{.top = 100});
+  const auto args = [&](const FitResult& r) {
+    std::vector<std::string> out;
+    for (const FitPlan& p : r.plans) {
+      out.push_back(plan_args(model.name, model, *p.gpu, p.request));
+    }
+    return out;
+  };
+  const std::vector<std::string> every = args(all);
+  const auto plain = static_cast<int>(
+      std::count_if(all.plans.begin(), all.plans.end(), [](const FitPlan& p) {
+        return p.setup.offload == Offload::none && !p.setup.activation_offload;
+      }));
+  REQUIRE(plain >= 2);
+  REQUIRE(static_cast<std::size_t>(plain) < every.size());  // offload follows
+  for (const int top : {1, plain, plain + 1}) {
+    INFO("top " << top);
+    const auto cut = args(fit(model, cards, base, FitConstraints{.top = top}));
+    CHECK(cut == std::vector<std::string>(every.begin(), every.begin() + top));
+  }
+}
+
 TEST_CASE("search: vLLM plans rank by GPUs per concurrent request",
           "[search]") {
   const auto& cat = test::catalog();

@@ -178,7 +178,7 @@ struct FitPlan {
 struct FitResult {
   std::vector<FitPlan> plans;  // best first, at most `top`
   std::int64_t evaluated = 0;  // candidates priced
-  std::int64_t front = 0;      // plans before the top-N cut
+  std::int64_t front = 0;      // plans found before the top-N cut
   Setup base;                  // the user's fixed settings (mode, seq, ...)
   int max_gpus = 0;            // the bound searched
 };
