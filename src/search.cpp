@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -70,9 +71,10 @@ constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
 // so a percent or two remains (PyTorch CUDACachingAllocator
 // expandable_segments notes).
 constexpr double k_expandable_reserve = 0.02;
-// A search gives up after pricing this many candidates on one card and
-// count (a 70B training search finds its answer within a few hundred).
-constexpr std::int64_t k_max_priced = 600;
+// A search's walk gives up after this many candidates on one card and count,
+// priced or ruled out by their relaxation (a 70B training search finds its
+// answer within a few hundred).
+constexpr std::int64_t k_max_evaluated = 600;
 // The fitting setups a search's walk compares on their exact time, and the
 // frugal seeds (the cheapest layouts) it descends first.
 constexpr int k_candidates = 4;
@@ -597,6 +599,7 @@ struct Searcher::Space {
   struct Outcome {
     bool fits = false;
     std::optional<Bytes> short_bytes;
+    bool relaxed = false;  // ruled out by its relaxation (relax())
   };
   LevelsTable<Outcome> known;
   std::int64_t* priced = nullptr;  // the searcher's count
@@ -647,25 +650,71 @@ struct Searcher::Space {
       known.insert(levels, Outcome{});
       return false;
     }
-    const std::optional<Setup> setup = setup_of(levels);
-    Outcome out;
-    // torchtune offloads the checkpointed inputs only.
-    if (setup && (!setup->activation_offload || start.activation_offload ||
-                  setup->checkpointing == Checkpointing::full)) {
+    // Its relaxation priced and missing: it misses too.
+    if (const auto relaxed = relax(levels);
+        relaxed && !fits(*relaxed) && short_bytes(*relaxed)) {
+      ++*inferred;
+      // The test builds price it anyway: a relaxation that rules out a
+      // setup that fits is a bug in the side knobs' list.
+      assert(!evaluate(levels).value_or(Outcome{}).fits);
+      known.insert(
+          levels,
+          Outcome{.fits = false, .short_bytes = std::nullopt, .relaxed = true});
+      return false;
+    }
+    const std::optional<Outcome> out = evaluate(levels);
+    if (out) {
       ++*priced;
-      const Pricing p = price(*model, *gpu, *setup);
-      if (p.priced) {
-        const Budget& b = p.priced->budget;
-        out.fits = need < 0 ? b.fits_with_margin()
-                            : b.fits() && b.headroom_bytes() >= need;
-        if (!b.vllm) {
-          out.short_bytes =
-              (need < 0 ? b.margin_bytes : need) - b.headroom_bytes();
-        }
+    }
+    known.insert(levels, out.value_or(Outcome{}));
+    return out && out->fits;
+  }
+
+  // What pricing `levels` finds; nullopt when it is not priced (the global
+  // batch cannot be kept, or torchtune would not offload it).
+  std::optional<Outcome> evaluate(const Levels& levels) const {
+    const std::optional<Setup> setup = setup_of(levels);
+    // torchtune offloads the checkpointed inputs only.
+    if (!setup || (setup->activation_offload && !start.activation_offload &&
+                   setup->checkpointing != Checkpointing::full)) {
+      return std::nullopt;
+    }
+    Outcome out;
+    const Pricing p = price(*model, *gpu, *setup);
+    if (p.priced) {
+      const Budget& b = p.priced->budget;
+      out.fits = need < 0 ? b.fits_with_margin()
+                          : b.fits() && b.headroom_bytes() >= need;
+      if (!b.vllm) {
+        out.short_bytes =
+            (need < 0 ? b.margin_bytes : need) - b.headroom_bytes();
       }
     }
-    known.insert(levels, out);
-    return out.fits;
+    return out;
+  }
+
+  // Training: the side knobs (checkpointing, the expandable-segments
+  // reserve), which change what the step keeps for backward and the
+  // allocator's slack, never the weights or the optimizer states; at their
+  // frugal level they never need more memory (test_properties.cpp
+  // frugal_side_knobs).
+  std::array<bool, k_max_knobs> side{};
+  std::int64_t* inferred = nullptr;  // the searcher's count of ruled out
+
+  // `levels` with every side knob at its frugal level: a lower bound of its
+  // memory, shared by every setup that differs only there; nullopt when it
+  // is `levels` itself.
+  std::optional<Levels> relax(const Levels& levels) const {
+    Levels out = levels;
+    for (std::size_t d = 0; d < knobs.size(); ++d) {
+      if (side[d]) {
+        out[d] = static_cast<std::uint8_t>(knobs[d].frugal);
+      }
+    }
+    if (out == levels) {
+      return std::nullopt;
+    }
+    return out;
   }
 
   // The bytes `levels` missed by, when priced and comparable.
@@ -803,6 +852,15 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
     }
     if (m_space->knobs.size() > k_max_knobs) {
       m_space->knobs.resize(k_max_knobs);
+    }
+    m_space->inferred = &m_inferred;
+    if (m_space->start.training()) {
+      for (std::size_t d = 0; d < m_space->knobs.size(); ++d) {
+        const std::string& id = m_space->knobs[d].levels[1].move.id;
+        if (id.starts_with("checkpointing-") || id == "expandable-segments") {
+          m_space->side[d] = true;
+        }
+      }
     }
     return *m_space;
   }
@@ -1004,8 +1062,9 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   }
   push(zero, terms_of(zero), 0, std::nullopt);
   int candidates = 0;
-  const std::int64_t first_priced = m_priced;
-  while (!open.empty() && m_priced - first_priced < k_max_priced &&
+  const std::int64_t first_evaluated = m_priced + m_inferred;
+  while (!open.empty() &&
+         m_priced + m_inferred - first_evaluated < k_max_evaluated &&
          candidates < k_candidates) {
     const State s = open.top();
     open.pop();
@@ -1023,11 +1082,14 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
     const std::optional<Bytes> missing = space.short_bytes(s.levels);
     const bool saved_nothing =
         missing && s.parent_short && *missing >= *s.parent_short;
+    // Ruled out by its relaxation: a side knob moved further leads to
+    // setups of the same relaxation, which miss too.
+    const bool relaxed = space.known.find(s.levels)->relaxed;
     // Each knob may jump to any of its further levels: a level dearer than
     // the bound must not hide a cheaper one behind it (a faster 4-bit
     // format behind a slower 8-bit one).
     for (std::size_t d = 0; d < knobs.size(); ++d) {
-      if (saved_nothing && d != s.moved) {
+      if ((saved_nothing && d != s.moved) || (relaxed && space.side[d])) {
         continue;
       }
       const std::size_t last =

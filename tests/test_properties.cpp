@@ -535,6 +535,7 @@ struct Checker {
   int dp_pairs = 0;
   int pp_pairs = 0;
   int checkpointing_pairs = 0;
+  int frugal_pairs = 0;
   int quant_pairs = 0;
   int util_pairs = 0;
 
@@ -909,6 +910,50 @@ struct Checker {
     }
   }
 
+  // The side knobs at their most frugal level, one at a time: full
+  // checkpointing (layer inputs only, one layer recomputed at a time) from
+  // any lighter policy, and the expandable-segments reserve. They change
+  // what the step keeps for backward and the allocator's slack, never the
+  // weights, gradients or optimizer states, so neither the total nor the
+  // host RAM rises. The search relies on it: a setup whose side knobs at
+  // these levels does not fit is not priced (search.cpp Space::relax). Not
+  // the chunked loss (its fp32 chunks can exceed a short sequence's fused
+  // loss), flash attention (MLA's value heads padded to the query head size)
+  // nor a smaller micro-batch (more accumulation steps keep the gradients).
+  void frugal_side_knobs(const Subject& subject, const Priced& base) {
+    const Resolved& r = base.setup;
+    if (!r.training() || saturated(base.budget)) {
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> moves;
+    if (r.checkpointing < Checkpointing::full) {
+      moves.emplace_back("--checkpointing", "full");
+    }
+    if (!r.reserve || *r.reserve > 0.02) {
+      moves.emplace_back("--reserve", "0.02");
+    }
+    for (const auto& [flag, value] : moves) {
+      Subject frugal = subject;
+      apply_option(frugal.setup, flag, value);
+      const auto f = priced(frugal);
+      if (!f || saturated(f->budget)) {
+        continue;
+      }
+      ++frugal_pairs;
+      const Budget& a = base.budget;
+      const Budget& b = f->budget;
+      failures.expect(
+          b.total_bytes() <= a.total_bytes() && b.host_bytes <= a.host_bytes,
+          "a side knob at its frugal level never raises the total or the "
+          "host RAM",
+          frugal,
+          flag + " " + value + ": total " + std::to_string(a.total_bytes()) +
+              " -> " + std::to_string(b.total_bytes()) + " B, host " +
+              std::to_string(a.host_bytes) + " -> " +
+              std::to_string(b.host_bytes) + " B");
+    }
+  }
+
   // Inference weights quantized (any --quant) from 16 or 32 bits: every
   // format stores at most 8 bits per weight plus its scales (bitsandbytes,
   // GPTQ/AWQ groups, fp8, MXFP4 blocks), so the weights never rise. Not
@@ -1064,6 +1109,7 @@ Checker check_plans(const Space& space, std::uint64_t seed, int cases,
     checker.data_parallel(subject, *base);
     checker.pipeline_parallel(subject, *base);
     checker.checkpointing(subject, *base, space);
+    checker.frugal_side_knobs(subject, *base);
     checker.quantized(subject, *base, space);
     checker.utilization(subject, *base);
     if (cli && checker.valid % k_cli_every == 0) {
@@ -1078,10 +1124,11 @@ std::string summary(const Checker& c) {
   std::string text = fmt::format(
       "{} valid plans ({} fit, {} vLLM, {} training), {} CLI runs; pairs: tp "
       "{}, seq {}, batch {}, max-model-len {}, dp {}, pp {}, checkpointing "
-      "{}, quant {}, gpu-util {}\n{} failures\n",
+      "{}, frugal side knobs {}, quant {}, gpu-util {}\n{} failures\n",
       c.valid, c.fitting, c.vllm, c.training, c.cli_runs, c.tp_pairs,
       c.seq_pairs, c.batch_pairs, c.len_pairs, c.dp_pairs, c.pp_pairs,
-      c.checkpointing_pairs, c.quant_pairs, c.util_pairs, c.failures.count());
+      c.checkpointing_pairs, c.frugal_pairs, c.quant_pairs, c.util_pairs,
+      c.failures.count());
   for (const auto& [property, count] : c.failures.by_property()) {
     text += fmt::format("  {} x {}\n", count, property);
   }
@@ -1119,6 +1166,7 @@ TEST_CASE(
   CHECK(c.dp_pairs >= c.training / 8);
   CHECK(c.pp_pairs >= c.valid / 10);
   CHECK(c.checkpointing_pairs >= c.training);
+  CHECK(c.frugal_pairs >= c.training);
   CHECK(c.quant_pairs >= c.valid / 4);
   CHECK(c.util_pairs >= c.vllm / 2);
   CHECK(c.failures.count() == 0);

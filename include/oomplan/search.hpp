@@ -134,6 +134,8 @@ class Searcher {
   std::optional<KnobScope> m_required;
   std::vector<std::shared_ptr<Space>> m_spaces;
   std::int64_t m_priced = 0;
+  // Candidates ruled out without pricing (Space::relax).
+  std::int64_t m_inferred = 0;
 };
 
 // The setup `base` with `count` GPUs: up to a node, then whole nodes; the
