@@ -1047,7 +1047,8 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
     open.push(State{p, terms, order++, levels, moved, parent_short});
   };
   // A knob whose levels only get dearer is walked one level at a time.
-  std::vector<bool> monotone(knobs.size(), true);
+  std::array<bool, k_max_knobs> monotone{};
+  monotone.fill(true);
   for (std::size_t d = 0; d < knobs.size(); ++d) {
     for (std::size_t l = 2; l < knobs[d].levels.size(); ++l) {
       const auto cost = [&](std::size_t i) {
