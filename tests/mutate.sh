@@ -45,6 +45,8 @@ src/model.cpp|  return end / model.moe_every - from / model.moe_every;|  return 
 src/vllm.cpp|    const bool padded = v(0, 10, 0) <= version && version <= v(0, 11, 0);|    const bool padded = v(0, 10, 0) <= version && version < v(0, 11, 0);|0.11.0 pads encoder outputs to the budget
 src/vllm.cpp|      (len * len + dbl(m.vision_intermediate_layers) * len * hv + len * layer));|      (dbl(m.vision_intermediate_layers) * len * hv + len * layer));|mllama's L x L attention mask
 src/vllm.cpp|                                newer_video ? 1 : 0, newer_video ? 14 : 16)|                                newer_video ? 1 : 0, newer_video ? 16 : 16)|0.11's 14-frame video cap
+src/search.cpp|  const bool offload_shown = without_offload < constraints.top;|  const bool offload_shown = without_offload < constraints.top - 1;|fit searches offload while it can rank in --top
+src/search.cpp|        out[d] = static_cast<std::uint8_t>(knobs[d].frugal);|        out[d] = 0;|the relaxation is a lower bound (side knobs frugal)
 EOF
 )
 
