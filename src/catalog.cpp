@@ -91,7 +91,12 @@ class EntryReader {
       : m_object(object),
         m_origin(origin),
         m_entry(std::move(entry)),
-        m_fresh(fresh) {}
+        m_fresh(fresh) {
+    // One allocation each for the keys an entry's reader asks for (a GPU
+    // reads about 20, a model about 80).
+    m_known.reserve(k_reserved_keys);
+    m_present.reserve(k_reserved_keys);
+  }
 
   [[noreturn]] void fail(std::string_view field,
                          std::string_view problem) const {
@@ -279,6 +284,7 @@ class EntryReader {
   std::string_view m_origin;
   std::string m_entry;
   bool m_fresh;
+  static constexpr std::size_t k_reserved_keys = 128;
   std::vector<std::string_view> m_known;    // every key asked for
   std::vector<std::string_view> m_present;  // the asked keys the object has
 };
