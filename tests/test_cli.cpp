@@ -470,6 +470,13 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
        "files"},
       {"llama3-70b --gpus 4xA100-80 --json --format markdown",
        "--json and --format markdown contradict; keep one of them"},
+      // A flag's value is true or false: CLI11 2.1.2 would sum a number
+      // into a char (256 wraps to off) or throw std::out_of_range from
+      // std::stoll past 2^63 (a fuzz finding: "internal error: stoll").
+      {"llama3-70b --gpus 8xH100 --mode full --fsdp=99999999999999999999",
+       "--fsdp takes no value, got '99999999999999999999'"},
+      {"llama3-70b --gpus 8xH100 --mode full --fsdp=256",
+       "--fsdp takes no value, got '256'"},
       {"llama3-70b extra --gpus 1xH100",
        "unexpected argument 'extra'; see oomplan --help"},
       {"",
@@ -601,6 +608,18 @@ TEST_CASE("cli: a repeated option takes its last value", "[cli]") {
   const auto once = run_cli(words(k_readme_args));
   CHECK(twice.code == 0);
   CHECK(twice.out == once.out);
+}
+
+TEST_CASE("cli: a flag given true or false is on or off, the last one wins",
+          "[cli]") {
+  const std::string base = "llama3-70b --gpus 8xH100 --mode full --json";
+  const auto off = run_cli(words(base));
+  const auto on = run_cli(words(base + " --fsdp"));
+  REQUIRE(off.out != on.out);  // FSDP shards the 70B model's states
+  CHECK(run_cli(words(base + " --fsdp=false")).out == off.out);
+  CHECK(run_cli(words(base + " --fsdp=true")).out == on.out);
+  CHECK(run_cli(words(base + " --fsdp --fsdp=false")).out == off.out);
+  CHECK(run_cli(words(base + " --fsdp=false --fsdp")).out == on.out);
 }
 
 TEST_CASE("cli: fit prints oomplan.fit/1 plans whose args reproduce them",

@@ -22,12 +22,12 @@
 
 namespace oomplan::cli {
 
-// The setup options as typed, one text (or flag) per option-table row; the
-// rows parse them once CLI11 has matched the command line.
+// The setup options as typed, one text per option-table row (a flag's is
+// "true" or its given value); the rows parse them once CLI11 has matched the
+// command line.
 struct SetupOptions {
   std::vector<std::string> texts =
       std::vector<std::string>(option_rows().size());
-  std::vector<char> flags = std::vector<char>(option_rows().size(), 0);
   std::vector<CLI::Option*> bound =
       std::vector<CLI::Option*>(option_rows().size(), nullptr);
 };

@@ -39,7 +39,10 @@ void add_setup_options(CLI::App& app, SetupOptions& o) {
     const std::string help(row.help);
     CLI::Option* option = nullptr;
     if (row.value_name.empty()) {
-      option = app.add_flag(flag, o.flags[i], help);
+      // Bound to text, the row's parse_flag judges the value: CLI11 2.1.2
+      // sums an integer flag's values with std::stoll ("--fsdp=false" is -1,
+      // which a char keeps as on).
+      option = app.add_flag(flag, o.texts[i], help);
     } else {
       option = app.add_option(flag, o.texts[i], help);
       option->type_name(row.choices != nullptr ? join_choices(row.choices())
@@ -62,10 +65,7 @@ std::vector<std::pair<std::string, std::string>> given_setup_options(
     if (option == nullptr || option->count() == 0) {
       continue;
     }
-    const bool flag = rows[i].value_name.empty();
-    given.emplace_back(
-        std::string(rows[i].flag),
-        flag ? std::string(o.flags[i] != 0 ? "" : "false") : o.texts[i]);
+    given.emplace_back(std::string(rows[i].flag), o.texts[i]);
   }
   return given;
 }
