@@ -163,9 +163,14 @@ struct Searcher::Dim {
     std::function<void(Setup&)> apply;
     double factor = 1;
   };
+  // What the search knows of a knob beyond its levels: the layouts are not
+  // nested (ranked by time, one per seed); a side knob's frugal level never
+  // needs more memory (Space::relax).
+  enum class Role { other, layout, side };
   std::vector<Level> levels;
   std::size_t frugal = 0;              // the level that saves the most memory
   KnobScope scope = KnobScope::plain;  // the search scope that adds it
+  Role role = Role::other;
 };
 
 namespace {
@@ -188,11 +193,14 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
   // `frugal`: the index of the level the frugal order starts from, or
   // k_last_level (the levels' own count is unknown once they are moved).
   constexpr std::size_t k_last_level = std::numeric_limits<std::size_t>::max();
+  using Role = Dim::Role;
   auto add = [&out](std::vector<Dim::Level> levels, std::size_t frugal,
-                    KnobScope scope = KnobScope::plain) {
+                    KnobScope scope = KnobScope::plain,
+                    Role role = Role::other) {
     if (!levels.empty()) {
       Dim d;
       d.scope = scope;
+      d.role = role;
       d.levels.push_back({});
       for (auto& l : levels) {
         d.levels.push_back(std::move(l));
@@ -251,7 +259,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
                               s.pp = 1;
                             }));
     }
-    add(std::move(layouts), 0);
+    add(std::move(layouts), 0, KnobScope::plain, Role::layout);
   }
 
   if (r.training()) {
@@ -277,7 +285,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
               "full activation checkpointing (layer inputs only)", Risk::none,
               [](Setup& s) { s.checkpointing = Checkpointing::full; }));
     }
-    add(std::move(ckpt), 1);
+    add(std::move(ckpt), 1, KnobScope::plain, Role::side);
     if (r.loss != Loss::chunked) {
       add({one("chunked-loss", "chunked cross-entropy (no full fp32 logits)",
                Risk::none, [](Setup& s) { s.loss = Loss::chunked; })},
@@ -372,7 +380,7 @@ std::vector<Searcher::Dim> Searcher::dims(const Gpu& gpu,
       add({one("expandable-segments",
                "expandable segments (less allocator fragmentation)", Risk::none,
                [](Setup& s) { s.reserve = k_expandable_reserve; })},
-          0);
+          0, KnobScope::plain, r.training() ? Role::side : Role::other);
     }
   }
   if (r.dtype == Dtype::fp32) {
@@ -602,7 +610,7 @@ struct Searcher::Space {
     bool relaxed = false;  // ruled out by its relaxation (relax())
   };
   LevelsTable<Outcome> known;
-  std::int64_t* priced = nullptr;  // the searcher's count
+  Counts* counts = nullptr;  // the searcher's
 
   // Sequences per optimizer step of the start (training), which every setup
   // of the space keeps.
@@ -653,7 +661,7 @@ struct Searcher::Space {
     // Its relaxation priced and missing: it misses too.
     if (const auto relaxed = relax(levels);
         relaxed && !fits(*relaxed) && short_bytes(*relaxed)) {
-      ++*inferred;
+      ++counts->inferred;
       // The test builds price it anyway: a relaxation that rules out a
       // setup that fits is a bug in the side knobs' list.
       assert(!evaluate(levels).value_or(Outcome{}).fits);
@@ -664,7 +672,7 @@ struct Searcher::Space {
     }
     const std::optional<Outcome> out = evaluate(levels);
     if (out) {
-      ++*priced;
+      ++counts->priced;
     }
     known.insert(levels, out.value_or(Outcome{}));
     return out && out->fits;
@@ -693,21 +701,17 @@ struct Searcher::Space {
     return out;
   }
 
-  // Training: the side knobs (checkpointing, the expandable-segments
-  // reserve), which change what the step keeps for backward and the
-  // allocator's slack, never the weights or the optimizer states; at their
-  // frugal level they never need more memory (test_properties.cpp
-  // frugal_side_knobs).
-  std::array<bool, k_max_knobs> side{};
-  std::int64_t* inferred = nullptr;  // the searcher's count of ruled out
-
   // `levels` with every side knob at its frugal level: a lower bound of its
   // memory, shared by every setup that differs only there; nullopt when it
-  // is `levels` itself.
+  // is `levels` itself. The side knobs (training's checkpointing and
+  // expandable-segments reserve) change what the step keeps for backward and
+  // the allocator's slack, never the weights or the optimizer states; at
+  // their frugal level they never need more memory (test_properties.cpp
+  // frugal_side_knobs).
   std::optional<Levels> relax(const Levels& levels) const {
     Levels out = levels;
     for (std::size_t d = 0; d < knobs.size(); ++d) {
-      if (side[d]) {
+      if (knobs[d].role == Dim::Role::side) {
         out[d] = static_cast<std::uint8_t>(knobs[d].frugal);
       }
     }
@@ -732,60 +736,39 @@ struct Searcher::Space {
     return false;
   }
 
-  std::optional<std::size_t> layout_dim() const {
-    for (std::size_t d = 0; d < knobs.size(); ++d) {
-      if (knobs[d].levels.size() > 1 &&
-          (knobs[d].levels[1].move.id == "layout" ||
-           knobs[d].levels[1].move.id == "split-layers")) {
-        return d;
-      }
-    }
-    return std::nullopt;
-  }
-
   // Every knob at its most frugal level, on each layout: the setups that
   // bound what this card and count can hold.
-  std::vector<Levels> seeds() {
+  std::vector<Levels> frugal_setups() const {
     Levels frugal{};
+    std::optional<std::size_t> layout;
     for (std::size_t d = 0; d < knobs.size(); ++d) {
       frugal[d] = static_cast<std::uint8_t>(knobs[d].frugal);
+      if (knobs[d].role == Dim::Role::layout) {
+        layout = d;
+      }
     }
-    const auto layout = layout_dim();
     const std::size_t layouts = layout ? knobs[*layout].levels.size() : 1;
-    std::vector<Levels> out;
-    for (std::size_t l = 0; l < layouts; ++l) {
-      Levels seed = frugal;
-      if (layout) {
-        seed[*layout] = static_cast<std::uint8_t>(l);
-      }
-      if (fits(seed)) {
-        out.push_back(seed);
-      }
+    std::vector<Levels> out(layouts, frugal);
+    for (std::size_t l = 0; layout && l < layouts; ++l) {
+      out[l][*layout] = static_cast<std::uint8_t>(l);
     }
     return out;
   }
 
-  // Some setup fits here (cheap: the start, then the seeds until one fits).
+  // The frugal setups that fit: where the walks start.
+  std::vector<Levels> seeds() {
+    std::vector<Levels> out = frugal_setups();
+    std::erase_if(out, [&](const Levels& l) { return !fits(l); });
+    return out;
+  }
+
+  // Some setup fits here (cheap: the start, then the frugal setups until one
+  // fits).
   bool possible() {
-    if (fits(Levels{})) {
-      return true;
-    }
-    Levels frugal{};
-    for (std::size_t d = 0; d < knobs.size(); ++d) {
-      frugal[d] = static_cast<std::uint8_t>(knobs[d].frugal);
-    }
-    const auto layout = layout_dim();
-    const std::size_t layouts = layout ? knobs[*layout].levels.size() : 1;
-    for (std::size_t l = 0; l < layouts; ++l) {
-      Levels seed = frugal;
-      if (layout) {
-        seed[*layout] = static_cast<std::uint8_t>(l);
-      }
-      if (fits(seed)) {
-        return true;
-      }
-    }
-    return false;
+    const std::vector<Levels> frugal = frugal_setups();
+    return fits(Levels{}) ||
+           std::any_of(frugal.begin(), frugal.end(),
+                       [&](const Levels& l) { return fits(l); });
   }
 };
 
@@ -809,8 +792,7 @@ void Searcher::rank(Space& space) const {
     }
     // A walk steps through a knob's levels in order: layouts are not
     // nested, so they go cheapest first.
-    if (d.levels.size() > 2 && (d.levels[1].move.id == "layout" ||
-                                d.levels[1].move.id == "split-layers")) {
+    if (d.levels.size() > 2 && d.role == Dim::Role::layout) {
       std::stable_sort(d.levels.begin() + 1, d.levels.end(),
                        [](const Dim::Level& a, const Dim::Level& b) {
                          return a.factor < b.factor;
@@ -838,7 +820,7 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
     m_spaces.push_back(std::make_shared<Space>());
     auto& m_space = m_spaces.back();
     m_space->model = &m_model;
-    m_space->priced = &m_priced;
+    m_space->counts = &m_counts;
     m_space->gpu = &gpu;
     m_space->count = count;
     m_space->need = need;
@@ -852,15 +834,6 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
     }
     if (m_space->knobs.size() > k_max_knobs) {
       m_space->knobs.resize(k_max_knobs);
-    }
-    m_space->inferred = &m_inferred;
-    if (m_space->start.training()) {
-      for (std::size_t d = 0; d < m_space->knobs.size(); ++d) {
-        const std::string& id = m_space->knobs[d].levels[1].move.id;
-        if (id.starts_with("checkpointing-") || id == "expandable-segments") {
-          m_space->side[d] = true;
-        }
-      }
     }
     return *m_space;
   }
@@ -1063,9 +1036,9 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
   }
   push(zero, terms_of(zero), 0, std::nullopt);
   int candidates = 0;
-  const std::int64_t first_evaluated = m_priced + m_inferred;
+  const std::int64_t first_evaluated = m_counts.evaluated();
   while (!open.empty() &&
-         m_priced + m_inferred - first_evaluated < k_max_evaluated &&
+         m_counts.evaluated() - first_evaluated < k_max_evaluated &&
          candidates < k_candidates) {
     const State s = open.top();
     open.pop();
@@ -1090,7 +1063,8 @@ std::optional<Found> Searcher::search(Space& space, Objective objective) {
     // the bound must not hide a cheaper one behind it (a faster 4-bit
     // format behind a slower 8-bit one).
     for (std::size_t d = 0; d < knobs.size(); ++d) {
-      if ((saved_nothing && d != s.moved) || (relaxed && space.side[d])) {
+      if ((saved_nothing && d != s.moved) ||
+          (relaxed && knobs[d].role == Dim::Role::side)) {
         continue;
       }
       const std::size_t last =

@@ -116,7 +116,7 @@ class Searcher {
                               Objective objective);
 
   // Candidates priced so far.
-  std::int64_t priced() const { return m_priced; }
+  std::int64_t priced() const { return m_counts.priced; }
 
  private:
   struct Dim;
@@ -133,9 +133,12 @@ class Searcher {
   SearchScope m_scope;
   std::optional<KnobScope> m_required;
   std::vector<std::shared_ptr<Space>> m_spaces;
-  std::int64_t m_priced = 0;
-  // Candidates ruled out without pricing (Space::relax).
-  std::int64_t m_inferred = 0;
+  struct Counts {
+    std::int64_t priced = 0;
+    std::int64_t inferred = 0;  // ruled out without pricing (Space::relax)
+    std::int64_t evaluated() const { return priced + inferred; }
+  };
+  Counts m_counts;
 };
 
 // The setup `base` with `count` GPUs: up to a node, then whole nodes; the
