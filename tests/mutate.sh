@@ -47,6 +47,7 @@ src/vllm.cpp|      (len * len + dbl(m.vision_intermediate_layers) * len * hv + l
 src/vllm.cpp|                                newer_video ? 1 : 0, newer_video ? 14 : 16)|                                newer_video ? 1 : 0, newer_video ? 16 : 16)|0.11's 14-frame video cap
 src/search.cpp|  const bool offload_shown = without_offload < constraints.top;|  const bool offload_shown = without_offload < constraints.top - 1;|fit searches offload while it can rank in --top
 src/search.cpp|        out[d] = static_cast<std::uint8_t>(knobs[d].frugal);|        out[d] = 0;|the relaxation is a lower bound (side knobs frugal)
+src/options.cpp|  if (text == "false") {|  if (text == "0") {|a flag given =false is off
 EOF
 )
 
