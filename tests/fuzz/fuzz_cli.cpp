@@ -4,8 +4,8 @@
 // run keeps: exit code 0, 1 or 2 (3, an internal error, is a bug); on 2,
 // stdout is empty and stderr ends with one `oomplan: error:` line; JSON on
 // stdout parses, holds only finite numbers and no negative byte count but a
-// headroom; a plan's total is the sum of its components and its `fits` is
-// the exit code.
+// difference (headroom, saves); a plan's total is the sum of its components and
+// its `fits` is the exit code.
 //
 // Arguments that would write files (--svg) are dropped: the fuzzer must not
 // write where its input points.
@@ -32,12 +32,15 @@ using oomplan::fuzz::require;
 
 constexpr std::size_t k_max_args = 32;
 
+// The schemas' two signed byte fields are differences, not sizes: a headroom
+// (usable - total, negative when over) and a fix's saves_bytes (plan total -
+// fix total, negative when a fix moves to fewer, larger cards).
 bool is_byte_count(std::string_view key) {
   return key.size() > 6 && key.substr(key.size() - 6) == "_bytes" &&
-         key.find("headroom") == std::string_view::npos;
+         key.find("headroom") == std::string_view::npos && key != "saves_bytes";
 }
 
-// Every number finite; every byte count but a headroom non-negative.
+// Every number finite; every byte count but a difference non-negative.
 void check_numbers(const nlohmann::json& j, std::string_view key) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
