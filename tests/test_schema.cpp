@@ -8,12 +8,14 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 // Every JSON document the tool prints validates against the JSON Schema
@@ -390,6 +392,70 @@ TEST_CASE("schema: the setup and fix definitions are one across schemas",
       CHECK(other.at("$defs").at("fix") == plan.at("$defs").at("fix"));
     }
   }
+}
+
+// Collects, under `path`, every declared property whose name ends in _bytes.
+void byte_fields(const Json& node, const std::string& path,
+                 std::vector<std::pair<std::string, Json>>& out) {
+  if (node.is_array()) {
+    for (const Json& item : node) {
+      byte_fields(item, path, out);
+    }
+    return;
+  }
+  if (!node.is_object()) {
+    return;
+  }
+  for (const auto& [key, value] : node.items()) {
+    if (key == "properties" && value.is_object()) {
+      for (const auto& [name, field] : value.items()) {
+        if (name.size() > 6 && name.substr(name.size() - 6) == "_bytes") {
+          out.emplace_back(path + "." + name, field);
+        }
+      }
+    }
+    byte_fields(value, path + "." + key, out);
+  }
+}
+
+// A field's lowest allowed number: its `minimum`, or with anyOf the lowest of
+// its numeric branches; -1 when a number is not bounded below.
+int lowest(const Json& field) {
+  if (field.contains("anyOf")) {
+    int low = 0;
+    for (const Json& branch : field.at("anyOf")) {
+      if (branch.value("type", "") != "null") {
+        low = std::min(low, lowest(branch));
+      }
+    }
+    return low;
+  }
+  return field.value("minimum", -1);
+}
+
+TEST_CASE("schema: every byte count is non-negative but the two differences",
+          "[schema]") {
+  // A size can't be below 0. Only a headroom (usable - total, negative when
+  // over) and a fix's saves_bytes (plan total - fix total, negative when the
+  // fix moves to fewer, larger cards) are differences; fuzz_cli exempts the
+  // same two.
+  std::size_t sizes = 0;
+  for (const std::string& id : k_ids) {
+    std::vector<std::pair<std::string, Json>> fields;
+    byte_fields(load_schema(id), id, fields);
+    for (const auto& [path, field] : fields) {
+      INFO(path);
+      const bool difference =
+          path.ends_with(".headroom_bytes") || path.ends_with(".saves_bytes");
+      if (difference) {
+        CHECK(lowest(field) == -1);
+      } else {
+        ++sizes;
+        CHECK(lowest(field) == 0);
+      }
+    }
+  }
+  CHECK(sizes > 20);  // the walk found the plan's components and budgets
 }
 
 }  // namespace
