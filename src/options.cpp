@@ -48,16 +48,6 @@ std::string_view choose(std::string_view flag, std::string_view text,
       fmt::format("{}: {} not in {{{}}}", flag, text, join_names(names, ",")));
 }
 
-bool parse_flag(std::string_view flag, std::string_view text) {
-  if (text.empty() || text == "true") {
-    return true;
-  }
-  if (text == "false") {
-    return false;
-  }
-  throw Error(fmt::format("{} takes no value, got '{}'", flag, text));
-}
-
 Words words(std::string_view flag, const std::string& value) {
   return {std::string(flag), value};
 }
@@ -855,6 +845,16 @@ std::int64_t parse_whole(std::string_view option, std::string_view text,
                             text, low, high, unit.empty() ? "" : " ", unit));
   }
   return value;
+}
+
+bool parse_flag(std::string_view flag, std::string_view text) {
+  if (text.empty() || text == "true") {
+    return true;
+  }
+  if (text == "false") {
+    return false;
+  }
+  throw Error(fmt::format("{} takes no value, got '{}'", flag, text));
 }
 
 double parse_real(std::string_view option, std::string_view text) {

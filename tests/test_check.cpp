@@ -562,6 +562,25 @@ TEST_CASE("check: --summary appends the Markdown to $GITHUB_STEP_SUMMARY",
         "step summary was written (it is set inside GitHub Actions)\n");
 }
 
+TEST_CASE("check: --summary takes true or false", "[check]") {
+  // --summary=false writes nothing and warns of nothing; --summary=true is
+  // --summary (warned of outside GitHub Actions).
+  const auto plain = run_cli({"check", k_torchtune_lora, "--gpus", "8xH100"});
+  const auto off = run_cli(
+      {"check", k_torchtune_lora, "--gpus", "8xH100", "--summary=false"});
+  CHECK(off.code == plain.code);
+  CHECK(off.out == plain.out);
+  CHECK(off.err.empty());
+  const auto on = run_cli(
+      {"check", k_torchtune_lora, "--gpus", "8xH100", "--summary=true"});
+  CHECK_THAT(on.err, Catch::StartsWith("oomplan: warning: --summary: "));
+  const auto bad =
+      run_cli({"check", k_torchtune_lora, "--gpus", "8xH100", "--summary=2"});
+  CHECK(bad.code == 2);
+  CHECK(bad.out.empty());
+  CHECK(bad.err == "oomplan: error: --summary takes no value, got '2'\n");
+}
+
 TEST_CASE("check: unknown keys are warnings on stderr, not errors", "[check]") {
   const std::string plans = temp_file(
       "check_unknown.json",

@@ -477,6 +477,18 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
        "--fsdp takes no value, got '99999999999999999999'"},
       {"llama3-70b --gpus 8xH100 --mode full --fsdp=256",
        "--fsdp takes no value, got '256'"},
+      // The output and search flags follow the same rule: CLI11 would read
+      // --json=256 as on and --json=-1 as off, and --json=abc as "Could not
+      // convert", which names no fix.
+      {"llama3-70b --gpus 4xA100-80 --json=256",
+       "--json takes no value, got '256'"},
+      {"llama3-70b --gpus 4xA100-80 --json=abc",
+       "--json takes no value, got 'abc'"},
+      {"fit llama3-8b --gpus A100-80 --no-offload=1",
+       "--no-offload takes no value, got '1'"},
+      {"fit llama3-8b --gpus A100-80 --no-quant=yes",
+       "--no-quant takes no value, got 'yes'"},
+      {"fit llama3-8b --all-gpus=-1", "--all-gpus takes no value, got '-1'"},
       {"llama3-70b extra --gpus 1xH100",
        "unexpected argument 'extra'; see oomplan --help"},
       {"",
@@ -620,6 +632,34 @@ TEST_CASE("cli: a flag given true or false is on or off, the last one wins",
   CHECK(run_cli(words(base + " --fsdp=true")).out == on.out);
   CHECK(run_cli(words(base + " --fsdp --fsdp=false")).out == off.out);
   CHECK(run_cli(words(base + " --fsdp=false --fsdp")).out == on.out);
+
+  // --json, an output flag, reads its value the same way.
+  const std::string plan = "llama3-70b --gpus 8xH100 --mode full";
+  const auto text = run_cli(words(plan));
+  REQUIRE(text.out != off.out);
+  CHECK(run_cli(words(plan + " --json=false")).out == text.out);
+  CHECK(run_cli(words(plan + " --json=true")).out == off.out);
+  CHECK(run_cli(words(plan + " --json --json=false")).out == text.out);
+}
+
+TEST_CASE("cli: fit's search flags take true or false", "[cli]") {
+  // {command, flag}: without --gpus fit tries the common GPUs, --all-gpus
+  // every catalog GPU; full training of 8B on one 24 GiB card needs offload
+  // or quantized states, and each of the other flags rules one out.
+  const std::string small = "fit llama3-8b --gpus 1xRTX4090 --mode full --json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fit llama3-8b --mode full --top 50 --json", "--all-gpus"},
+      {small, "--no-quant"},
+      {small, "--no-offload"},
+  };
+  for (const auto& [base, flag] : cases) {
+    INFO("oomplan " << base << " " << flag);
+    const auto without = run_cli(words(base));
+    const auto with = run_cli(words(base + " " + flag));
+    REQUIRE(without.out != with.out);
+    CHECK(run_cli(words(base + " " + flag + "=false")).out == without.out);
+    CHECK(run_cli(words(base + " " + flag + "=true")).out == with.out);
+  }
 }
 
 TEST_CASE("cli: fit prints oomplan.fit/1 plans whose args reproduce them",

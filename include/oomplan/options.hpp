@@ -92,5 +92,8 @@ std::int64_t parse_whole(std::string_view option, std::string_view text,
                          std::int64_t low, std::int64_t high,
                          std::string_view unit);
 double parse_real(std::string_view option, std::string_view text);
+// A flag's value: none or "true" is on, "false" off; anything else throws
+// "--fsdp takes no value, got '256'".
+bool parse_flag(std::string_view flag, std::string_view text);
 
 }  // namespace oomplan

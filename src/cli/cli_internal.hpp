@@ -105,6 +105,12 @@ std::vector<std::string> vllm_spellings(CLI::App& root,
 
 // --- Options.
 
+// A flag that is on or off: its value, if given, is judged by parse_flag
+// before CLI11 reads it into `on` (CLI11 2.1.2 takes --json=256 as on,
+// --json=-1 as off and --json=abc as "Could not convert").
+CLI::Option* add_switch(CLI::App& app, const std::string& flag, bool& on,
+                        const std::string& help);
+
 // One CLI11 option per row of the option table, in its help group.
 void add_setup_options(CLI::App& app, SetupOptions& o);
 // The setup the command line asks for: each given option parsed by its row.

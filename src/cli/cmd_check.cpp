@@ -306,8 +306,8 @@ void add_check_command(CLI::App& root, Commands& commands) {
       ->group(std::string(option_group_name(OptionGroup::hardware)));
   add_setup_options(*app, options->setup);
   add_output_options(*app, options->output);
-  app->add_flag("--summary", options->summary,
-                "also append the Markdown table to $GITHUB_STEP_SUMMARY")
+  add_switch(*app, "--summary", options->summary,
+             "also append the Markdown table to $GITHUB_STEP_SUMMARY")
       ->group("Output");
   commands.push_back({app, [options, app](Runtime& rt) {
                         return run_check(*options, *app, rt);

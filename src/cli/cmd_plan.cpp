@@ -454,17 +454,14 @@ void add_fit(CLI::App& app, Commands& commands) {
       ->type_name("INT")
       ->capture_default_str()
       ->group("Search");
-  fit_app
-      ->add_flag("--no-offload", fit_options->no_offload,
-                 "never offload to CPU RAM")
+  add_switch(*fit_app, "--no-offload", fit_options->no_offload,
+             "never offload to CPU RAM")
       ->group("Search");
-  fit_app
-      ->add_flag("--no-quant", fit_options->no_quant,
-                 "keep the weights, KV cache and optimizer states as they are")
+  add_switch(*fit_app, "--no-quant", fit_options->no_quant,
+             "keep the weights, KV cache and optimizer states as they are")
       ->group("Search");
-  fit_app
-      ->add_flag("--all-gpus", fit_options->all_gpus,
-                 "every catalog GPU, not only the common ones")
+  add_switch(*fit_app, "--all-gpus", fit_options->all_gpus,
+             "every catalog GPU, not only the common ones")
       ->group("Search");
   fit_app
       ->add_option("--global-batch", fit_options->global_batch,

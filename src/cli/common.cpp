@@ -28,6 +28,13 @@ std::string join_choices(const std::vector<std::string_view>& names) {
 // --- Binding options to CLI11: one option per row of the table, in its
 // help group. `--gpus` is each command's own (a card for plan, a list for fit).
 
+CLI::Option* add_switch(CLI::App& app, const std::string& flag, bool& on,
+                        const std::string& help) {
+  return app.add_flag(flag, on, help)->each([flag](const std::string& text) {
+    parse_flag(flag, text);
+  });
+}
+
 void add_setup_options(CLI::App& app, SetupOptions& o) {
   const auto rows = option_rows();
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -85,7 +92,7 @@ void add_output_options(CLI::App& app, OutputOptions& o,
     formats.emplace_back("svg");
   }
   const std::vector<std::string> colors = {"auto", "always", "never"};
-  app.add_flag("--json", o.json, "same as --format json")->group("Output");
+  add_switch(app, "--json", o.json, "same as --format json")->group("Output");
   app.add_option("--format", o.format, "what to print")
       ->type_name(join_choices({formats.begin(), formats.end()}))
       ->check(CLI::IsMember(formats).description(""))
