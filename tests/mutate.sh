@@ -48,6 +48,7 @@ src/vllm.cpp|                                newer_video ? 1 : 0, newer_video ? 
 src/search.cpp|  const bool offload_shown = without_offload < constraints.top;|  const bool offload_shown = without_offload < constraints.top - 1;|fit searches offload while it can rank in --top
 src/search.cpp|        out[d] = static_cast<std::uint8_t>(knobs[d].frugal);|        out[d] = 0;|the relaxation is a lower bound (side knobs frugal)
 src/options.cpp|  if (text == "false") {|  if (text == "0") {|a flag given =false is off
+src/cli/common.cpp|    parse_flag(flag, text);|    (void)parse_flag(flag, text.substr(0, 0));|--json=256 is an error, not on
 EOF
 )
 
