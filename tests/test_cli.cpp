@@ -319,6 +319,15 @@ TEST_CASE("cli: --help and --version print to stdout and exit 0", "[cli]") {
   const auto version = run_cli({"--version"});
   CHECK(version.code == 0);
   CHECK(version.out == "oomplan 0.1.0\n");
+  // Its value is judged like every flag's ("missing MODEL" before).
+  CHECK(run_cli({"--version=true"}).out == version.out);
+  CHECK(run_cli({"--version=false", "llama3-70b", "--gpus", "4xA100-80",
+                 "--seq", "8192"})
+            .out == run_cli(words(k_readme_args)).out);
+  // As many as a command line holds (about 2 MB of them) end in the same
+  // error as none, not in a deep recursion.
+  const std::vector<std::string> many(130'000, "--version=false");
+  CHECK(run_cli(many).err == run_cli({}).err);
 }
 
 TEST_CASE("cli: the built binary exits 0, 1 and 2 as the contract says",
@@ -489,6 +498,7 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
       {"fit llama3-8b --gpus A100-80 --no-quant=yes",
        "--no-quant takes no value, got 'yes'"},
       {"fit llama3-8b --all-gpus=-1", "--all-gpus takes no value, got '-1'"},
+      {"--version=3", "--version takes no value, got '3'"},
       {"llama3-70b extra --gpus 1xH100",
        "unexpected argument 'extra'; see oomplan --help"},
       {"",

@@ -79,6 +79,21 @@ constexpr const char* k_description =
     "  oomplan MODEL [options]  is  oomplan plan MODEL [options]";
 
 int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
+  // A leading --version=VALUE: the value is judged like every flag's (CLI11
+  // saw no such option and asked for a MODEL); =false drops it. One erase,
+  // so a million of them stay linear.
+  constexpr std::string_view k_version_eq = "--version=";
+  std::size_t dropped = 0;
+  while (dropped < args.size() && args[dropped].starts_with(k_version_eq)) {
+    const std::string_view value =
+        std::string_view(args[dropped]).substr(k_version_eq.size());
+    if (parse_flag("--version", value)) {
+      args[dropped] = "--version";
+      break;
+    }
+    ++dropped;
+  }
+  args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(dropped));
   if (args.empty()) {
     throw Error(
         "missing MODEL; usage: oomplan MODEL [--gpus NxNAME] [options], or "
