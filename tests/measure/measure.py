@@ -27,6 +27,7 @@ reads.
 import argparse
 import datetime
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -62,7 +63,12 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--attn", default="sdpa", choices=["eager", "sdpa", "flash"])
-    p.add_argument("--checkpointing", default="none", choices=["none", "full"])
+    p.add_argument("--checkpointing", default="none",
+                   help="none, full, or every-N (block k, 1-based, wrapped when k %% N == 0, as torchtitan's "
+                        "_apply_ac_to_transformer_block counts)")
+    p.add_argument("--fsdp", action="store_true",
+                   help="FSDP2 fully_shard on each decoder layer and the root over a one-rank process group "
+                        "(torchtune's and torchtitan's wrapping); oomplan gets --fsdp --fsdp-version 2")
     p.add_argument("--use-reentrant", default="true", choices=["true", "false"],
                    help="gradient_checkpointing_kwargs use_reentrant (transformers' default: true)")
     p.add_argument("--loss", default="auto",
@@ -87,6 +93,12 @@ def parse_args(argv=None):
     p.add_argument("--matrix", action="store_true", help="run the issue-12 matrix (see MATRIX below)")
     p.add_argument("--only", default=None, help="with --matrix: run only entries whose text contains this")
     p.add_argument("--sweep-out", default=None, help="where the sweep writes (default tests/data/measured/DATE-GPU.json)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="with --matrix/--sweep: run up to this many setups at once when their predicted device "
+                        "bytes together stay under 70%% of the card (peaks are per process); a setup that runs "
+                        "out of memory beside another is run again alone")
+    p.add_argument("--deadline", type=float, default=0,
+                   help="with --matrix/--sweep: start no setup after this many seconds (0: no limit)")
     return p.parse_args(argv)
 
 
@@ -203,6 +215,8 @@ def oomplan_args(args, config_dir, gpu):
             loss = loss_for_transformers(versions_cache().get("transformers"))
         a += ["--checkpointing", args.checkpointing, "--precision", args.precision,
               "--optimizer", args.optimizer, "--loss", loss]
+        if args.fsdp:
+            a += ["--fsdp", "--fsdp-version", "2"]
         if args.prepare_kbit:
             a += ["--prepare-kbit"]
     if args.mode in ("lora", "qlora"):
@@ -240,6 +254,37 @@ def lora_modules(text):
     return [LORA_SHORT[t] for t in text.split(",")]
 
 
+def dtype_kwarg(transformers, dtype):
+    """transformers >= 4.56 names the load dtype `dtype` (PR #39782; `torch_dtype` is kept only
+    for backward compatibility), older releases `torch_dtype`."""
+    return {"dtype" if version_tuple(transformers.__version__) >= (4, 56) else "torch_dtype": dtype}
+
+
+def checkpoint_every(text):
+    """N of --checkpointing every-N, else 0."""
+    return int(text[len("every-"):]) if text.startswith("every-") else 0
+
+
+def decoder_layers(model):
+    """The decoder blocks, found by class name (LlamaDecoderLayer, ...), in order."""
+    return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+
+
+def apply_fsdp2(model):
+    """FSDP2 over a one-rank process group: fully_shard on each decoder layer, then the root, as
+    torchtune's shard_model and torchtitan's apply_fsdp wrap (torch.distributed.fsdp.fully_shard)."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    if not dist.is_initialized():
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{29500 + os.getpid() % 2000}",
+                                rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    for layer in decoder_layers(model):
+        fully_shard(layer)
+    fully_shard(model)
+    return model
+
+
 def build_model(args, cfg_dict, workdir):
     import torch
     import transformers
@@ -255,17 +300,18 @@ def build_model(args, cfg_dict, workdir):
     if args.mode == "qlora":
         # Random bf16 weights saved once on CPU, then loaded through bitsandbytes' NF4 path,
         # which is what a real QLoRA run does (embeddings and lm_head stay 16-bit).
-        model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+        model = transformers.AutoModelForCausalLM.from_config(config, **dtype_kwarg(transformers, dtype))
         model.save_pretrained(workdir, safe_serialization=True)
         del model
         bnb = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                               bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            workdir, quantization_config=bnb, torch_dtype=dtype, attn_implementation=attn, device_map={"": 0})
+            workdir, quantization_config=bnb, attn_implementation=attn, device_map={"": 0},
+            **dtype_kwarg(transformers, dtype))
     else:
         with torch.device("cuda"):
             model = transformers.AutoModelForCausalLM.from_config(
-                config, torch_dtype=load_dtype, attn_implementation=attn)
+                config, attn_implementation=attn, **dtype_kwarg(transformers, load_dtype))
 
     if args.mode == "qlora" and args.prepare_kbit:
         import peft
@@ -282,11 +328,20 @@ def build_model(args, cfg_dict, workdir):
             model = peft.get_peft_model(model, lcfg, autocast_adapter_dtype=args.precision == "mixed")
         except TypeError:  # peft < 0.12 has no autocast_adapter_dtype: adapters follow the base
             model = peft.get_peft_model(model, lcfg)
-    if args.checkpointing == "full" and args.mode != "infer":
+    if args.checkpointing != "none" and args.mode != "infer":
         model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs={"use_reentrant": args.use_reentrant == "true"})
         if args.mode in ("lora", "qlora"):
             model.enable_input_require_grads()
+        every = checkpoint_every(args.checkpointing)
+        if every:
+            # transformers' GradientCheckpointingLayer checkpoints a block whose
+            # `gradient_checkpointing` is set: keep it on block k (1-based) when k % N == 0.
+            for k, layer in enumerate(decoder_layers(model), start=1):
+                if k % every:
+                    layer.gradient_checkpointing = False
+    if args.fsdp:
+        model = apply_fsdp2(model)
     return model
 
 
@@ -374,7 +429,7 @@ def run_one(args):
 
     return {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(0),
             "oomplan_gpu": gpu, "model": args.model, "layers": args.layers or None,
-            "setup": {k: getattr(args, k) for k in ("mode", "seq", "batch", "dtype", "attn", "checkpointing",
+            "setup": {k: getattr(args, k) for k in ("mode", "seq", "batch", "dtype", "attn", "checkpointing", "fsdp",
                                                      "use_reentrant", "precision", "optimizer", "lora_rank",
                                                      "lora_targets", "prepare_kbit", "new_tokens")},
             "config": cfg, "tolerance": 0.10 if args.mode == "infer" else 0.15,
@@ -438,30 +493,108 @@ MATRIX = [
     ["llama-3.2-3b", "--mode", "lora", "--seq", "32768", "--precision", "mixed", "--checkpointing", "full"],
     ["llama-3.1-8b", "--mode", "lora", "--seq", "16384", "--precision", "mixed", "--checkpointing", "full"],
     ["llama-3.1-8b", "--mode", "lora", "--seq", "32768", "--precision", "mixed", "--checkpointing", "full"],
+    # Issue 28: HF generate at a third length and batch, a long prefill, the remaining
+    # checkpointing policy (every 2nd block, as torchtitan counts), LoRA without checkpointing,
+    # AMP against pure bf16 on 3B, and FSDP2 fully_shard on one GPU (torchtune's wrapping).
+    ["llama-3.2-3b", "--mode", "infer", "--seq", "16384", "--batch", "2", "--new-tokens", "64"],
+    ["llama-3.1-8b", "--mode", "infer", "--seq", "32768"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--checkpointing", "every-2"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "every-2"],
+    ["llama-3.2-3b", "--mode", "lora", "--seq", "4096", "--precision", "mixed", "--checkpointing", "none"],
+    ["llama-3.2-3b", "--mode", "full", "--seq", "4096", "--precision", "amp", "--checkpointing", "full"],
+    ["llama-3.2-1b", "--mode", "full", "--seq", "4096", "--checkpointing", "full", "--use-reentrant", "false",
+     "--fsdp"],
+    ["llama-3.2-3b", "--mode", "full", "--seq", "4096", "--checkpointing", "full", "--use-reentrant", "false",
+     "--fsdp"],
+    ["llama-3.1-8b", "--mode", "lora", "--seq", "4096", "--precision", "pure", "--checkpointing", "full",
+     "--use-reentrant", "false", "--fsdp"],
     # Eager attention's s^2 scores against SDPA.
     ["llama-3.2-1b", "--mode", "full", "--seq", "2048", "--attn", "eager", "--checkpointing", "none"],
     ["llama-3.2-1b", "--mode", "full", "--seq", "2048", "--attn", "sdpa", "--checkpointing", "none"],
 ]
 
 
+def needs_bitsandbytes(entry):
+    return "qlora" in entry or any(e.endswith("8bit") or e.startswith("paged") for e in entry)
+
+
+def predicted_device_bytes(entry, args, gpu):
+    """oomplan's device bytes for an entry (0 when it cannot say): what the scheduler admits by."""
+    try:
+        sub = parse_args(entry + ["--oomplan", args.oomplan, "--gpu", gpu])
+        cfg = hf_config_dict(sub.model)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            return predict(sub, d, gpu).get("device_bytes") or 0
+    except Exception:  # a prediction that fails is measured alone
+        return 0
+
+
 def run_list(entries, args, out, gpu):
-    """Runs each entry in its own process and rewrites `out` after each one."""
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    results = []
-    for entry in entries:
-        # One process per setup, so allocator state and peaks do not leak between runs.
-        cmd = [sys.executable, os.path.abspath(__file__)] + entry + ["--oomplan", args.oomplan, "--gpu", gpu]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            results.append({"args": entry, "failed": run.stderr[-2000:]})
-        else:
-            result = json.loads(run.stdout)
-            result["entry"] = entry
-            results.append(result)
+    """Runs each entry in its own process (allocator state and peaks do not leak between runs),
+    up to --jobs at once while their predicted device bytes stay under 70 % of the card, and
+    rewrites `out` after each one. An OOM beside another run is measured again alone."""
+    import time
+    import torch
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    capacity = torch.cuda.get_device_properties(0).total_memory
+    have_bnb = importlib.util.find_spec("bitsandbytes") is not None
+    started = time.monotonic()
+    results = [None] * len(entries)
+    queue = []  # (index, entry, predicted bytes, alone)
+    for i, entry in enumerate(entries):
+        if needs_bitsandbytes(entry) and not have_bnb:
+            results[i] = {"args": entry, "entry": entry, "skipped": "bitsandbytes is not installed"}
+            continue
+        need = predicted_device_bytes(entry, args, gpu)
+        queue.append((i, entry, need, need == 0))
+    running = {}  # Popen -> {"i", "entry", "need", "alone", "out", "err", "shared"}
+
+    def write():
         with open(out, "w") as f:
             json.dump({"schema": "oomplan.measured/1", "date": datetime.date.today().isoformat(),
-                       "gpu": gpu, "versions": versions_cache(), "results": results}, f, indent=1)
-        print(f"{' '.join(entry)}: {'failed' if run.returncode else 'ok'}", file=sys.stderr)
+                       "gpu": gpu, "versions": versions_cache(), "results": [r for r in results if r]}, f, indent=1)
+
+    while queue or running:
+        late = args.deadline and time.monotonic() - started > args.deadline
+        while queue and not late and len(running) < max(1, args.jobs):
+            i, entry, need, alone = queue[0]
+            used = sum(r["need"] for r in running.values())
+            if running and (alone or any(r["alone"] for r in running.values()) or used + need > 0.7 * capacity):
+                break
+            queue.pop(0)
+            for r in running.values():
+                r["shared"] = True
+            cmd = [sys.executable, os.path.abspath(__file__)] + entry + ["--oomplan", args.oomplan, "--gpu", gpu]
+            run = {"i": i, "entry": entry, "need": need, "alone": alone, "shared": bool(running),
+                   "out": tempfile.TemporaryFile(mode="w+"), "err": tempfile.TemporaryFile(mode="w+")}
+            running[subprocess.Popen(cmd, stdout=run["out"], stderr=run["err"], text=True)] = run
+        if late and queue:
+            for i, entry, _, _ in queue:
+                results[i] = {"args": entry, "entry": entry, "skipped": f"not started: --deadline {args.deadline} s"}
+            queue = []
+        time.sleep(0.2)
+        for proc in [p for p in running if p.poll() is not None]:
+            run = running.pop(proc)
+            run["out"].seek(0)
+            run["err"].seek(0)
+            entry = run["entry"]
+            if proc.returncode != 0:
+                results[run["i"]] = {"args": entry, "entry": entry, "failed": run["err"].read()[-3000:]}
+            else:
+                result = json.loads(run["out"].read())
+                result["entry"] = entry
+                if result["measured"].get("oom") and run["shared"]:
+                    # Out of memory beside another run: measured again, alone.
+                    queue.insert(0, (run["i"], entry, run["need"], True))
+                    print(f"{' '.join(entry)}: oom beside another run, queued alone", file=sys.stderr)
+                    continue
+                results[run["i"]] = result
+            write()
+            print(f"{' '.join(entry)}: {'failed' if proc.returncode else 'ok'} at "
+                  f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+    write()
     print(out)
 
 
