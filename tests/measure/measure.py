@@ -91,7 +91,11 @@ def parse_args(argv=None):
     p.add_argument("--out", default=None, help="append the result to this JSON file (a list)")
     p.add_argument("--sweep", action="store_true", help="run the prepared sweep (see SWEEP below)")
     p.add_argument("--matrix", action="store_true", help="run the issue-12 matrix (see MATRIX below)")
-    p.add_argument("--only", default=None, help="with --matrix: run only entries whose text contains this")
+    p.add_argument("--only", default=None,
+                   help="with --matrix: run only entries whose text matches this regular expression")
+    p.add_argument("--steps", type=int, default=2,
+                   help="training steps (default 2: the optimizer states exist through the second step's "
+                        "forward and backward, as in every step after the first)")
     p.add_argument("--sweep-out", default=None, help="where the sweep writes (default tests/data/measured/DATE-GPU.json)")
     p.add_argument("--jobs", type=int, default=1,
                    help="with --matrix/--sweep: run up to this many setups at once when their predicted device "
@@ -380,6 +384,7 @@ def run_one(args):
         tokens = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
 
         oom = False
+        first_step = (0, 0)
         try:
             if args.mode == "infer":
                 model.eval()
@@ -390,7 +395,13 @@ def run_one(args):
                         model.generate(input_ids=prompt, max_new_tokens=args.new_tokens,
                                        min_new_tokens=args.new_tokens, do_sample=False)
                     else:
-                        model(input_ids=tokens, use_cache=True)
+                        # The prefill generate runs: logits for the last position only
+                        # (generate passes logits_to_keep=1; transformers < 4.50 names it
+                        # num_logits_to_keep).
+                        import inspect
+                        names = inspect.signature(model.forward).parameters
+                        keep = {k: 1 for k in ("logits_to_keep", "num_logits_to_keep") if k in names}
+                        model(input_ids=tokens, use_cache=True, **keep)
                 phases["prefill"] = torch.cuda.max_memory_allocated()
             else:
                 model.train()
@@ -400,23 +411,32 @@ def run_one(args):
                 # weights (--precision mixed --mode full), PEFT's fp32 adapters over a 16-bit base
                 # (--precision mixed, lora/qlora). pure: no autocast, as torchtune.
                 autocast = args.precision in ("mixed", "amp") and args.dtype != "fp32"
-                with torch.autocast("cuda", dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float16,
-                                    enabled=autocast):
-                    # Trainer.compute_loss keeps only the loss: the outputs (logits) are freed
-                    # before backward.
-                    loss = model(input_ids=tokens, labels=tokens).loss
-                phases["forward"] = torch.cuda.max_memory_allocated()
-                loss.backward()
-                phases["backward"] = torch.cuda.max_memory_allocated()
-                del loss
-                opt.step()
-                phases["optimizer_step"] = torch.cuda.max_memory_allocated()
-                opt.zero_grad(set_to_none=True)
+                # --steps steps: the first allocates the optimizer states at its step, so only
+                # from the second on do they live through forward and backward (the steady
+                # state a plan prices). The peak is the largest over all steps.
+                for step in range(1, args.steps + 1):
+                    suffix = "" if step == 1 else f"_{step}"
+                    with torch.autocast("cuda", dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float16,
+                                        enabled=autocast):
+                        # Trainer.compute_loss keeps only the loss: the outputs (logits) are
+                        # freed before backward.
+                        loss = model(input_ids=tokens, labels=tokens).loss
+                    phases["forward" + suffix] = torch.cuda.max_memory_allocated()
+                    loss.backward()
+                    phases["backward" + suffix] = torch.cuda.max_memory_allocated()
+                    del loss
+                    opt.step()
+                    phases["optimizer_step" + suffix] = torch.cuda.max_memory_allocated()
+                    opt.zero_grad(set_to_none=True)
+                    if step == 1:
+                        first_step = (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved())
+                        torch.cuda.reset_peak_memory_stats()
         except torch.cuda.OutOfMemoryError:
             oom = True
         torch.cuda.synchronize()
-        measured = {"allocated_bytes": None if oom else torch.cuda.max_memory_allocated(),
-                    "reserved_bytes": None if oom else torch.cuda.max_memory_reserved(),
+        measured = {"allocated_bytes": None if oom else max(first_step[0], torch.cuda.max_memory_allocated()),
+                    "reserved_bytes": None if oom else max(first_step[1], torch.cuda.max_memory_reserved()),
+                    "first_step_allocated_bytes": first_step[0] or None, "steps": args.steps,
                     "device_bytes": None if oom else nvidia_smi_process_bytes(),
                     "phase_bytes": phases, "oom": oom,
                     "capacity_bytes": torch.cuda.get_device_properties(0).total_memory}
@@ -429,7 +449,7 @@ def run_one(args):
 
     return {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(0),
             "oomplan_gpu": gpu, "model": args.model, "layers": args.layers or None,
-            "setup": {k: getattr(args, k) for k in ("mode", "seq", "batch", "dtype", "attn", "checkpointing", "fsdp",
+            "setup": {k: getattr(args, k) for k in ("mode", "seq", "batch", "dtype", "attn", "checkpointing", "fsdp", "steps",
                                                      "use_reentrant", "precision", "optimizer", "lora_rank",
                                                      "lora_targets", "prepare_kbit", "new_tokens")},
             "config": cfg, "tolerance": 0.10 if args.mode == "infer" else 0.15,
@@ -616,7 +636,8 @@ def main(argv=None):
                                          f"{datetime.date.today().isoformat()}-{gpu}.json")
     entries = MATRIX if args.matrix else SWEEP
     if args.only:
-        entries = [e for e in entries if args.only in " ".join(e)]
+        import re
+        entries = [e for e in entries if re.search(args.only, " ".join(e))]
     run_list(entries, args, out, gpu)
     return 0
 
