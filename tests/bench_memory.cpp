@@ -14,11 +14,11 @@
 //        oomplan_bench --diagnose LOG   (scan a file in 1 MiB chunks: time,
 //                                        MB/s and peak RSS)
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/diagnose.hpp"
-#include "oomplan/memory.hpp"
-#include "oomplan/plan.hpp"
-#include "oomplan/search.hpp"
+#include "oomplan/advice/search.hpp"
+#include "oomplan/diagnose/diagnose.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/plan/plan.hpp"
 
 #include <algorithm>
 #include <chrono>

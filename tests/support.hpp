@@ -5,8 +5,8 @@
 
 #include "cli/cli.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/plan.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/plan/plan.hpp"
 
 #include <catch2/catch.hpp>
 

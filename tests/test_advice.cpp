@@ -3,9 +3,9 @@
 
 #include "support.hpp"
 
-#include "oomplan/advice.hpp"
-#include "oomplan/options.hpp"
-#include "oomplan/plan.hpp"
+#include "oomplan/advice/advice.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/setup/options.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 #include "support.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/error.hpp"
-#include "oomplan/model.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/model/model.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -1094,7 +1094,7 @@ TEST_CASE("catalog: instances carry the host RAM and price their clouds list",
 
 TEST_CASE("catalog: the compiled-in catalog equals models/*.json parsed now",
           "[catalog]") {
-  // builtin_catalog() is generated at build time (src/catalog_gen.cpp); a
+  // builtin_catalog() is generated at build time (src/model/catalog_gen.cpp); a
   // field the generator forgot would come back as its default here.
   std::vector<std::string> names;
   std::vector<std::string> texts;

@@ -1,5 +1,5 @@
-// `oomplan check` (check.hpp, report_check.hpp, src/cli/cmd_check.cpp) over
-// the real configs committed under tests/data/configs/, plus `oomplan plan
+// `oomplan check` (check/check.hpp, render/check.hpp, src/cli/cmd_check.cpp)
+// over the real configs committed under tests/data/configs/, plus `oomplan plan
 // --framework NAME` and vLLM's own flag spellings on plan and fit.
 //
 // Expected setups come from outside the code: tests/data/configs/index.json

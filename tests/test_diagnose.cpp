@@ -8,7 +8,8 @@
 
 #include "support.hpp"
 
-#include "oomplan/diagnose.hpp"
+#include "oomplan/diagnose/diagnose.hpp"
+#include "oomplan/render/diagnose.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

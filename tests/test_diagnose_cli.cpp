@@ -6,7 +6,7 @@
 #include "json_schema.hpp"
 #include "support.hpp"
 
-#include "oomplan/diagnose.hpp"
+#include "oomplan/diagnose/diagnose.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

@@ -1,9 +1,9 @@
 #include "cli/cli.hpp"
 #include "support.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/docs_gen.hpp"
-#include "oomplan/options.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/render/docs.hpp"
+#include "oomplan/setup/options.hpp"
 
 #include <catch2/catch.hpp>
 

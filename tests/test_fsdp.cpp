@@ -1,8 +1,8 @@
 #include "support.hpp"
 
-#include "oomplan/error.hpp"
-#include "oomplan/launch.hpp"
-#include "oomplan/options.hpp"
+#include "oomplan/launch/launch.hpp"
+#include "oomplan/setup/options.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -15,7 +15,7 @@
 
 // FSDP1 (FullyShardedDataParallel) against FSDP2 (fully_shard): --fsdp-version
 // in the option table, the launch readers that state it, and the memory
-// terms of src/memory_train.cpp, with byte counts derived by hand below.
+// terms of src/memory/train.cpp, with byte counts derived by hand below.
 
 namespace {
 

@@ -1,8 +1,8 @@
 #include "support.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/error.hpp"
-#include "oomplan/model.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/model/model.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -4,8 +4,8 @@
 
 #include "support.hpp"
 
-#include "oomplan/error.hpp"
-#include "oomplan/launch.hpp"
+#include "oomplan/launch/launch.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #include "support.hpp"
 
-#include "oomplan/error.hpp"
-#include "oomplan/memory.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 

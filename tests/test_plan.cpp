@@ -6,9 +6,9 @@
 
 #include "support.hpp"
 
-#include "oomplan/error.hpp"
-#include "oomplan/options.hpp"
-#include "oomplan/plan.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/setup/options.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

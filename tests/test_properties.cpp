@@ -1,13 +1,13 @@
 #include "json_schema.hpp"
 #include "support.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/error.hpp"
-#include "oomplan/memory.hpp"
-#include "oomplan/options.hpp"
-#include "oomplan/plan.hpp"
-#include "oomplan/report.hpp"
-#include "oomplan/time.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/render/report.hpp"
+#include "oomplan/setup/options.hpp"
+#include "oomplan/time/time.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

@@ -4,7 +4,7 @@
 
 #include "support.hpp"
 
-#include "oomplan/report.hpp"
+#include "oomplan/render/report.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

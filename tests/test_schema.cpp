@@ -1,9 +1,9 @@
 #include "json_schema.hpp"
 #include "support.hpp"
 
-#include "oomplan/dtype.hpp"
-#include "oomplan/memory.hpp"
-#include "oomplan/setup.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/model/dtype.hpp"
+#include "oomplan/setup/setup.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

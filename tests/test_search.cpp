@@ -4,9 +4,10 @@
 
 #include "support.hpp"
 
-#include "oomplan/plan.hpp"
-#include "oomplan/report.hpp"
-#include "oomplan/search.hpp"
+#include "oomplan/advice/search.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/render/report.hpp"
+#include "oomplan/setup/options.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

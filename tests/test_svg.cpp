@@ -1,13 +1,15 @@
 #include "support.hpp"
 #include "xml_check.hpp"
 
-#include "oomplan/advice.hpp"
-#include "oomplan/catalog.hpp"
-#include "oomplan/memory.hpp"
-#include "oomplan/plan.hpp"
-#include "oomplan/report.hpp"
-#include "oomplan/search.hpp"
-#include "oomplan/svg.hpp"
+#include "oomplan/advice/advice.hpp"
+#include "oomplan/advice/search.hpp"
+#include "oomplan/advice/sizing.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/render/report.hpp"
+#include "oomplan/render/svg.hpp"
+#include "oomplan/setup/options.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -39,7 +41,7 @@ Plan plan_for(const std::string& model_arg, const std::string& gpus,
   const GpuSpec spec = parse_gpu_spec(catalog(), gpus);
   REQUIRE(spec.gpu != nullptr);
   setup.gpus = spec.count;
-  return make_plan(model, *spec.gpu, setup, catalog().gpus, model_arg);
+  return make_plan(model, *spec.gpu, setup, model_arg, advisor(catalog().gpus));
 }
 
 // README's first example: oomplan llama3-70b --gpus 4xA100-80 --seq 8192.

@@ -1,4 +1,4 @@
-#include "oomplan/text.hpp"
+#include "oomplan/util/text.hpp"
 
 #include <catch2/catch.hpp>
 

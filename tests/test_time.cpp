@@ -3,8 +3,8 @@
 
 #include "support.hpp"
 
-#include "oomplan/plan.hpp"
-#include "oomplan/time.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/time/time.hpp"
 
 #include <catch2/catch.hpp>
 

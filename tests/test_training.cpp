@@ -1,7 +1,7 @@
 #include "support.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/memory.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/model/catalog.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-// Training memory (src/memory_train.cpp): hand-derived values, published
+// Training memory (src/memory/train.cpp): hand-derived values, published
 // measurements with their tolerance, and the properties of issue 3 §6.
 
 namespace {

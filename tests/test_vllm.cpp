@@ -1,8 +1,9 @@
 #include "support.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/memory.hpp"
-#include "oomplan/vllm.hpp"
+#include "oomplan/memory/memory.hpp"
+#include "oomplan/memory/vllm.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/setup/options.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -483,9 +484,9 @@ TEST_CASE("vllm: gpt-oss's MXFP4 MoE holds no workspace past the forward",
   CHECK(one.vllm->activation_peak_bytes == 471'859'200);
 }
 
-// --- Releases, cards and topology (include/oomplan/vllm.hpp) ---------------
-// Hand values from vLLM's source at each release; the spec with the sources
-// is /work/notes/vllm12-spec.md.
+// --- Releases, cards and topology (include/oomplan/setup/vllm_engine.hpp)
+// --------------- Hand values from vLLM's source at each release; the spec with
+// the sources is /work/notes/vllm12-spec.md.
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include "cli/cli_internal.hpp"
 #include "cli/io.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -14,7 +14,7 @@
 // Output is assembled in memory and written only on success, so an error
 // leaves stdout empty and puts exactly one line on stderr.
 
-#include "oomplan/docs_gen.hpp"
+#include "oomplan/render/docs.hpp"
 
 #include <iosfwd>
 #include <optional>

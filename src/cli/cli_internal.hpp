@@ -7,9 +7,9 @@
 
 #include "cli/cli.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/options.hpp"
-#include "oomplan/setup.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/setup/options.hpp"
+#include "oomplan/setup/setup.hpp"
 
 #include <CLI/CLI.hpp>
 

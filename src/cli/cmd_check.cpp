@@ -6,10 +6,10 @@
 #include "cli/cli_internal.hpp"
 #include "cli/io.hpp"
 
-#include "oomplan/check.hpp"
-#include "oomplan/error.hpp"
-#include "oomplan/launch.hpp"
-#include "oomplan/report_check.hpp"
+#include "oomplan/check/check.hpp"
+#include "oomplan/launch/launch.hpp"
+#include "oomplan/render/check.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
 

@@ -16,9 +16,11 @@
 #include "cli/cli_internal.hpp"
 #include "cli/io.hpp"
 
-#include "oomplan/diagnose.hpp"
-#include "oomplan/error.hpp"
-#include "oomplan/plan.hpp"
+#include "oomplan/advice/advice.hpp"
+#include "oomplan/diagnose/diagnose.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/render/diagnose.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
 
@@ -144,7 +146,8 @@ int run_diagnose(const DiagnoseOptions& o, const CLI::App& app, Runtime& rt) {
     const GpuSpec spec = counted_gpus(*catalog, o.gpus);
     Setup setup = read_setup(o.setup);
     setup.gpus = spec.count;
-    plan = make_plan(*loaded.model, *spec.gpu, setup, catalog->gpus, o.model);
+    plan = make_plan(*loaded.model, *spec.gpu, setup, o.model,
+                     advisor(catalog->gpus));
   } else if (!o.output.catalog_dir.empty()) {
     load_catalog(o.output.catalog_dir, rt);  // checked, though unused
   }

@@ -2,13 +2,15 @@
 
 #include "cli/cli_internal.hpp"
 
-#include "oomplan/dtype.hpp"
-#include "oomplan/error.hpp"
-#include "oomplan/launch.hpp"
-#include "oomplan/plan.hpp"
-#include "oomplan/report.hpp"
-#include "oomplan/search.hpp"
-#include "oomplan/svg.hpp"
+#include "oomplan/advice/advice.hpp"
+#include "oomplan/advice/search.hpp"
+#include "oomplan/advice/sizing.hpp"
+#include "oomplan/launch/launch.hpp"
+#include "oomplan/model/dtype.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/render/report.hpp"
+#include "oomplan/render/svg.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
 
@@ -93,7 +95,7 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   const GpuSpec spec = counted_gpus(catalog, options.gpus);
   setup.gpus = spec.count;
   const Plan plan =
-      make_plan(model, *spec.gpu, setup, catalog.gpus, options.model);
+      make_plan(model, *spec.gpu, setup, options.model, advisor(catalog.gpus));
   render_into(
       rt, options.output, format,
       [&] { return render_text(plan, {.color = color}); },

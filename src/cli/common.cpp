@@ -1,7 +1,7 @@
 #include "cli/cli_internal.hpp"
 #include "cli/io.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
 

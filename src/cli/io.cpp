@@ -1,6 +1,6 @@
 #include "cli/io.hpp"
 
-#include "oomplan/error.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
 

@@ -5,8 +5,8 @@
 
 #include "cli/cli.hpp"
 
-#include "oomplan/catalog.hpp"
-#include "oomplan/docs_gen.hpp"
+#include "oomplan/model/catalog.hpp"
+#include "oomplan/render/docs.hpp"
 
 #include <exception>
 #include <filesystem>

@@ -11,7 +11,7 @@
 
 #include "fuzz_support.hpp"
 
-#include "oomplan/catalog.hpp"
+#include "oomplan/model/catalog.hpp"
 
 #include <cmath>
 #include <set>

@@ -9,7 +9,8 @@
 // - text, JSON and Markdown render.
 // Seeds: tests/fuzz/corpus/diagnose/ (real messages from tests/data/oom).
 
-#include "oomplan/diagnose.hpp"
+#include "oomplan/diagnose/diagnose.hpp"
+#include "oomplan/render/diagnose.hpp"
 
 #include <nlohmann/json.hpp>
 

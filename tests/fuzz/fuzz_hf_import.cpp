@@ -9,7 +9,7 @@
 
 #include "fuzz_support.hpp"
 
-#include "oomplan/catalog.hpp"
+#include "oomplan/model/catalog.hpp"
 
 #include <optional>
 #include <string>

@@ -11,8 +11,8 @@
 //     -lfmt -lyaml-cpp -o fuzz_launch
 //   ./fuzz_launch -max_len=65536 tests/fuzz/corpus/launch
 
-#include "oomplan/error.hpp"
-#include "oomplan/launch.hpp"
+#include "oomplan/launch/launch.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -8,8 +8,8 @@
 // message is one printable line; any other exception escapes and libFuzzer
 // reports it as a crash, and a broken contract calls fail(), which aborts.
 
-#include "oomplan/error.hpp"
-#include "oomplan/model.hpp"
+#include "oomplan/model/model.hpp"
+#include "oomplan/util/error.hpp"
 
 #include <nlohmann/json.hpp>
 

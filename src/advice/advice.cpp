@@ -1,0 +1,715 @@
+#include "oomplan/advice/advice.hpp"
+
+#include "oomplan/model/capability.hpp"
+#include "oomplan/plan/plan.hpp"
+#include "oomplan/setup/options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+// The advisor. Invariants:
+// - every fix is a setup the search (or a change of the job) found and the
+//   plan pipeline priced; no budget is edited by hand;
+// - a same-hardware fix keeps the cards and the job; its moves are minimal;
+// - groups come in DESIGN's order (same-hardware, more-gpus, other-gpus,
+//   change-job), and within a group the cheapest first;
+// - each cost clause (time, host RAM, accuracy, hardware, job) appears once,
+//   each framework's launch block once; deterministic.
+
+namespace oomplan {
+namespace {
+
+// The other cards proposed, at most.
+constexpr std::size_t k_other_cards = 3;
+
+// A fix's time: the training step over the same global batch, or the time
+// per output token of one sequence.
+double step_seconds(const StepTime& t) {
+  return t.step_s;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& part : parts) {
+    if (part.empty()) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += sep;
+    }
+    out += part;
+  }
+  return out;
+}
+
+std::string gib_text(Bytes bytes) {
+  return fmt::format("{:.0f} GiB", to_gib(bytes));
+}
+
+// --- Launch blocks: the settings of each framework the fixed setup needs.
+
+bool has(const std::vector<Move>& moves, std::string_view id) {
+  return std::any_of(moves.begin(), moves.end(),
+                     [id](const Move& m) { return m.id == id; });
+}
+
+std::vector<LaunchBlock> training_blocks(const Resolved& s,
+                                         const std::vector<Move>& moves,
+                                         bool count_changed) {
+  std::vector<LaunchBlock> out;
+  // transformers Trainer arguments (and TRL's, which extend them).
+  std::vector<std::string> hf;
+  if (has(moves, "checkpointing-full")) {
+    hf.emplace_back("--gradient_checkpointing true");
+  }
+  if (has(moves, "micro-batch") || has(moves, "smaller-batch") ||
+      count_changed) {
+    hf.push_back(fmt::format(
+        "--per_device_train_batch_size {} --gradient_accumulation_steps {}",
+        s.batch, s.grad_accum));
+  }
+  if (has(moves, "optimizer-8bit")) {
+    hf.emplace_back(s.optimizer == Optimizer::paged_adamw_8bit
+                        ? "--optim paged_adamw_8bit"
+                        : "--optim adamw_bnb_8bit");
+  }
+  if (has(moves, "chunked-loss")) {
+    // Liger's fused linear cross-entropy never materialises the logits.
+    hf.emplace_back("--use_liger_kernel true");
+  }
+  if (has(moves, "pure-bf16")) {
+    // Trainer keeps the weights' own dtype for the optimizer: loading in
+    // bf16 trains without fp32 master weights.
+    hf.emplace_back(
+        "--bf16 true (model loaded with torch_dtype=torch.bfloat16)");
+  }
+  if (has(moves, "flash-attention")) {
+    hf.emplace_back("--attn_implementation flash_attention_2");
+  }
+  if (!hf.empty()) {
+    out.push_back({"transformers", join(hf, " ")});
+  }
+  // DeepSpeed's JSON: ZeRO stage and offload.
+  // (Stage 0 on another count is DeepSpeed's default: nothing to write.)
+  const bool zero = has(moves, "zero-stage") || (count_changed && s.zero > 0);
+  const bool offload_opt = has(moves, "offload-optimizer");
+  const bool offload_all = has(moves, "offload-all");
+  if ((zero || offload_opt || offload_all) && !s.fsdp) {
+    std::string z = fmt::format(R"("stage": {})", s.zero);
+    if (offload_opt || offload_all) {
+      z += R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})";
+    }
+    if (offload_all) {
+      z += R"(, "offload_param": {"device": "cpu", "pin_memory": true})";
+    }
+    out.push_back(
+        {"DeepSpeed", fmt::format(R"({{"zero_optimization": {{{}}}}})", z)});
+  }
+  // accelerate's FSDP config: full or gradient sharding, CPU offload of
+  // everything (FSDP has no optimizer-only offload).
+  if ((zero || offload_all || s.fsdp) && !offload_opt && s.zero >= 2) {
+    std::vector<std::string> fsdp = {
+        s.zero >= 3 ? "fsdp_sharding_strategy: FULL_SHARD"
+                    : "fsdp_sharding_strategy: SHARD_GRAD_OP"};
+    if (offload_all) {
+      fsdp.emplace_back("fsdp_offload_params: true");
+    }
+    if (has(moves, "checkpointing-full")) {
+      fsdp.emplace_back("fsdp_activation_checkpointing: true");
+    }
+    out.push_back({"accelerate FSDP", join(fsdp, ", ")});
+  }
+  // torchtune recipe keys, when every move has one.
+  static constexpr std::array k_torchtune = {
+      "checkpointing-full", "activation-offload", "chunked-loss",
+      "optimizer-8bit",     "pure-bf16",          "micro-batch",
+      "optimizer-in-bwd",   "offload-all",        "zero-stage"};
+  const bool torchtune =
+      std::all_of(moves.begin(), moves.end(), [](const Move& m) {
+        return std::find(k_torchtune.begin(), k_torchtune.end(), m.id) !=
+               k_torchtune.end();
+      });
+  if (torchtune && !moves.empty() && (s.zero == 0 || s.zero == 3)) {
+    std::vector<std::string> tt;
+    if (has(moves, "checkpointing-full")) {
+      tt.emplace_back("enable_activation_checkpointing=True");
+    }
+    if (has(moves, "activation-offload")) {
+      tt.emplace_back("enable_activation_offloading=True");
+    }
+    if (has(moves, "chunked-loss")) {
+      tt.emplace_back(
+          "loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss");
+    }
+    if (has(moves, "optimizer-8bit")) {
+      tt.emplace_back(
+          "optimizer._component_=bitsandbytes.optim.PagedAdamW8bit");
+    }
+    if (has(moves, "pure-bf16")) {
+      tt.emplace_back("dtype=bf16");
+    }
+    if (has(moves, "micro-batch")) {
+      tt.push_back(fmt::format("batch_size={} gradient_accumulation_steps={}",
+                               s.batch, s.grad_accum));
+    }
+    if (has(moves, "optimizer-in-bwd")) {
+      tt.emplace_back("optimizer_in_bwd=True");
+    }
+    if (has(moves, "offload-all")) {
+      tt.emplace_back("fsdp_cpu_offload=True");
+    }
+    if (has(moves, "zero-stage")) {
+      tt.emplace_back("(a *_distributed recipe: FSDP2 shards like ZeRO-3)");
+    }
+    out.push_back({"torchtune", join(tt, " ")});
+  }
+  // Megatron-style layouts and recomputation.
+  std::vector<std::string> megatron;
+  if (has(moves, "layout")) {
+    megatron.push_back(fmt::format(
+        "--tensor-model-parallel-size {} --pipeline-model-parallel-size {}",
+        s.tp, s.pp));
+  }
+  if (has(moves, "checkpointing-selective")) {
+    megatron.emplace_back("--recompute-granularity selective");
+  }
+  if (has(moves, "sequence-parallel")) {
+    megatron.emplace_back("--sequence-parallel");
+  }
+  if (!megatron.empty()) {
+    out.push_back({"Megatron", join(megatron, " ")});
+  }
+  if (count_changed) {
+    out.push_back({"torchrun",
+                   s.nodes > 1 ? fmt::format("--nnodes {} --nproc_per_node {}",
+                                             s.nodes, s.gpus)
+                               : fmt::format("--nproc_per_node {}", s.gpus)});
+  }
+  return out;
+}
+
+std::vector<LaunchBlock> vllm_blocks(const Resolved& s,
+                                     const std::vector<Move>& moves,
+                                     bool count_changed) {
+  std::vector<std::string> flags;
+  if (has(moves, "layout") || count_changed) {
+    flags.push_back(fmt::format("--tensor-parallel-size {}", s.tp));
+    if (s.pp > 1) {
+      flags.push_back(fmt::format("--pipeline-parallel-size {}", s.pp));
+    }
+  }
+  if (has(moves, "gpu-util")) {
+    flags.push_back(fmt::format("--gpu-memory-utilization {}", s.gpu_util));
+  }
+  if (has(moves, "fp8-kv-cache")) {
+    flags.emplace_back("--kv-cache-dtype fp8");
+  }
+  if (has(moves, "quantize-fp8")) {
+    flags.emplace_back("--quantization fp8");
+  }
+  if (has(moves, "quantize-4bit")) {
+    flags.emplace_back("--quantization awq (an AWQ checkpoint of the model)");
+  }
+  if (has(moves, "enforce-eager")) {
+    flags.emplace_back("--enforce-eager");
+  }
+  if (has(moves, "max-num-seqs")) {
+    flags.push_back(fmt::format("--max-num-seqs {}", s.max_num_seqs));
+  }
+  if (has(moves, "max-num-batched-tokens")) {
+    flags.push_back(
+        fmt::format("--max-num-batched-tokens {}", s.max_num_batched_tokens));
+  }
+  if (has(moves, "max-model-len")) {
+    flags.push_back(fmt::format("--max-model-len {}", s.max_model_len));
+  }
+  if (flags.empty()) {
+    return {};
+  }
+  return {{"vLLM", join(flags, " ")}};
+}
+
+std::vector<LaunchBlock> hf_inference_blocks(const Resolved& s,
+                                             const std::vector<Move>& moves,
+                                             bool count_changed) {
+  std::vector<std::string> args;
+  args.reserve(4);
+  if (has(moves, "quantize-int8")) {
+    args.emplace_back(
+        "quantization_config=BitsAndBytesConfig(load_in_8bit=True)");
+  }
+  if (has(moves, "quantize-fp8")) {
+    args.emplace_back("quantization_config=FbgemmFp8Config()");
+  }
+  if (has(moves, "quantize-4bit")) {
+    args.emplace_back(
+        R"(quantization_config=BitsAndBytesConfig(load_in_4bit=True, )"
+        R"(bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True))");
+  }
+  if (has(moves, "flash-attention")) {
+    args.emplace_back(R"(attn_implementation="flash_attention_2")");
+  }
+  if (has(moves, "sdpa-attention")) {
+    args.emplace_back(R"(attn_implementation="sdpa")");
+  }
+  if (has(moves, "split-layers") || has(moves, "cpu-offload")) {
+    args.emplace_back(
+        has(moves, "cpu-offload")
+            ? R"(device_map="auto", max_memory={0: "..GiB", "cpu": "..GiB"})"
+            : R"(device_map="auto")");
+  } else if (has(moves, "layout") || (count_changed && s.tp > 1)) {
+    args.push_back(fmt::format(
+        R"(tp_plan="auto" under torchrun --nproc_per_node {})", s.gpus));
+  }
+  if (args.empty()) {
+    return {};
+  }
+  return {{"transformers", "from_pretrained(..., " + join(args, ", ") + ")"}};
+}
+
+std::vector<LaunchBlock> launch_blocks(const Resolved& s,
+                                       const std::vector<Move>& moves,
+                                       bool count_changed) {
+  std::vector<LaunchBlock> out =
+      s.training()               ? training_blocks(s, moves, count_changed)
+      : s.engine == Engine::vllm ? vllm_blocks(s, moves, count_changed)
+                                 : hf_inference_blocks(s, moves, count_changed);
+  if (has(moves, "expandable-segments")) {
+    out.push_back(
+        {"environment", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+  }
+  return out;
+}
+
+// --- Fixes.
+
+struct Ctx {
+  const Model& model;
+  const Gpu& gpu;
+  const Setup& base;
+  const Priced& priced;  // the plan as asked
+  StepTime time;         // and its time
+  const std::vector<Gpu>& cards;
+};
+
+std::string time_clause(double factor, bool training) {
+  const char* unit = training ? "per step" : "per output token";
+  if (std::abs(factor - 1) < 0.02) {
+    return "same speed";
+  }
+  if (factor < 1) {
+    return fmt::format("{:.0f} % faster {}", (1 - factor) * 100, unit);
+  }
+  return fmt::format("+{:.0f} % time {}", (factor - 1) * 100, unit);
+}
+
+std::string risk_clause(const std::vector<Move>& moves) {
+  Risk worst = Risk::none;
+  std::vector<std::string> which;
+  for (const Move& m : moves) {
+    if (m.risk != Risk::none) {
+      worst = std::max(worst, m.risk);
+      which.push_back(m.title);
+    }
+  }
+  if (worst == Risk::none) {
+    return {};
+  }
+  return fmt::format("{} accuracy risk ({})", risk_name(worst),
+                     join(which, ", "));
+}
+
+Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
+             const Gpu& gpu, const Setup& request, const Resolved& setup,
+             const Budget& budget, const StepTime& time,
+             const std::vector<Move>& moves, const std::string& job_change) {
+  Fix fix;
+  fix.group = group;
+  fix.id = std::move(id);
+  fix.title = std::move(title);
+  fix.request = request;
+  fix.setup = setup;
+  fix.gpu = &gpu;
+  fix.total_bytes = budget.total_bytes();
+  fix.fits = budget.fits_with_margin();
+  fix.saves_bytes = c.priced.budget.total_bytes() - fix.total_bytes;
+  fix.host_bytes = budget.host_bytes;
+  fix.host_capacity_bytes = budget.host_capacity_bytes;
+  const double before = step_seconds(c.time);
+  const double after = step_seconds(time);
+  fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
+  for (const Move& m : moves) {
+    fix.risk = std::max(fix.risk, m.risk);
+  }
+  std::vector<std::string> cost = {
+      time_clause(fix.step_factor, setup.training())};
+  if (budget.host_bytes > 0) {
+    cost.push_back(
+        budget.host_capacity_bytes
+            ? fmt::format("{} host RAM per node (of {})",
+                          gib_text(budget.host_bytes),
+                          gib_text(*budget.host_capacity_bytes))
+            : fmt::format("{} host RAM per node", gib_text(budget.host_bytes)));
+  }
+  cost.push_back(risk_clause(moves));
+  const int old_gpus = c.priced.setup.total_gpus();
+  const int new_gpus = setup.total_gpus();
+  if (group == FixGroup::more_gpus || group == FixGroup::other_gpus) {
+    const double gpu_hours = fix.step_factor * new_gpus / old_gpus;
+    std::string hardware =
+        fmt::format("{} x {} instead of {} x {}, {:.2f}x the GPU-hours",
+                    new_gpus, gpu.name, old_gpus, c.gpu.name, gpu_hours);
+    if (setup.price && c.base.price) {
+      hardware +=
+          fmt::format(", ${:.2f}/h instead of ${:.2f}/h",
+                      *setup.price * new_gpus, *c.base.price * old_gpus);
+    }
+    cost.push_back(hardware);
+  }
+  if (!job_change.empty()) {
+    cost.push_back("changes the job: " + job_change);
+  }
+  fix.cost = join(cost, "; ");
+  fix.launch =
+      launch_blocks(setup, moves, new_gpus != old_gpus || &gpu != &c.gpu);
+  return fix;
+}
+
+std::string moves_id(const std::vector<Move>& moves) {
+  std::vector<std::string> ids;
+  for (const Move& m : moves) {
+    ids.push_back(m.id);
+  }
+  return join(ids, "+");
+}
+
+std::string moves_title(const std::vector<Move>& moves) {
+  std::vector<std::string> titles;
+  for (const Move& m : moves) {
+    titles.push_back(m.title);
+  }
+  return join(titles, " + ");
+}
+
+Fix from_found(const Ctx& c, FixGroup group, const Found& f, std::string id,
+               std::string title, const std::string& job_change) {
+  return make_fix(c, group, std::move(id), std::move(title), *f.gpu, f.request,
+                  f.setup, f.budget, f.time, f.moves, job_change);
+}
+
+bool same_request(const Ctx& c, const Fix& a, const Found& b) {
+  return a.gpu == b.gpu && plan_argv("", c.model, *a.gpu, a.request) ==
+                               plan_argv("", c.model, *b.gpu, b.request);
+}
+
+// The largest value in [lo, hi) on a `grain` grid for which `make(value)`
+// fits with the margin, by bisection (memory grows with the value); nullopt
+// when even `lo` does not fit.
+template <typename Make>
+std::optional<std::int64_t> largest_fitting(const Ctx& c, std::int64_t lo,
+                                            std::int64_t hi, std::int64_t grain,
+                                            Make make) {
+  auto ok = [&](std::int64_t v) {
+    const Pricing p = price(c.model, c.gpu, make(v));
+    return p.priced && p.priced->budget.fits_with_margin();
+  };
+  std::int64_t a = lo / grain;
+  std::int64_t b = (hi - 1) / grain;
+  if (b < a || !ok(a * grain)) {
+    return std::nullopt;
+  }
+  while (a < b) {
+    const std::int64_t mid = (a + b + 1) / 2;
+    if (ok(mid * grain)) {
+      a = mid;
+    } else {
+      b = mid - 1;
+    }
+  }
+  return a * grain;
+}
+
+// A change of the job priced on the same cards without other moves.
+std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
+                           const Setup& request, const std::string& job_change,
+                           const std::vector<Move>& moves = {}) {
+  Pricing p = price(c.model, c.gpu, request);
+  if (!p.priced || !p.priced->budget.fits_with_margin()) {
+    return std::nullopt;
+  }
+  const StepTime t =
+      estimate_time(c.model, c.gpu, p.priced->setup, p.priced->budget);
+  return make_fix(c, FixGroup::change_job, std::move(id), std::move(title),
+                  c.gpu, p.priced->request, p.priced->setup, p.priced->budget,
+                  t, moves, job_change);
+}
+
+// A fix's moves by title (a title names the knob and its level), sorted.
+using MoveSet = std::vector<std::string>;
+MoveSet move_set(const std::vector<Move>& moves) {
+  MoveSet set;
+  for (const Move& m : moves) {
+    set.push_back(m.title);
+  }
+  std::sort(set.begin(), set.end());
+  return set;
+}
+
+// Pushes the same-hardware fixes and returns each one's moves.
+std::vector<MoveSet> same_hardware(const Ctx& c, std::optional<double> headroom,
+                                   std::vector<Fix>& out) {
+  Searcher searcher(c.model, c.base, SearchScope{});
+  const int count = c.priced.setup.total_gpus();
+  // Each objective's walk orders setups by estimated times; the fixes are
+  // ranked on their priced ones (the fastest objective's fix can be the
+  // cheaper one).
+  struct Ranked {
+    double cost;
+    Fix fix;
+    MoveSet moves;
+  };
+  std::vector<Ranked> found_fixes;
+  for (const Objective objective :
+       {Objective::balanced, Objective::fastest, Objective::safest}) {
+    const auto found = searcher.best(c.gpu, count, objective, headroom);
+    if (!found || found->moves.empty() ||
+        std::any_of(
+            found_fixes.begin(), found_fixes.end(),
+            [&](const Ranked& r) { return same_request(c, r.fix, *found); })) {
+      continue;
+    }
+    Fix fix = from_found(c, FixGroup::same_hardware, *found,
+                         moves_id(found->moves), moves_title(found->moves), "");
+    const double cost = balanced_cost(fix.step_factor, found->moves);
+    found_fixes.push_back({cost, std::move(fix), move_set(found->moves)});
+  }
+  std::stable_sort(
+      found_fixes.begin(), found_fixes.end(),
+      [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
+  std::vector<MoveSet> sets;
+  for (Ranked& r : found_fixes) {
+    out.push_back(std::move(r.fix));
+    sets.push_back(std::move(r.moves));
+  }
+  return sets;
+}
+
+// `same`: the moves of the same-hardware fixes.
+void more_gpus(const Ctx& c, const std::vector<MoveSet>& same,
+               std::vector<Fix>& out) {
+  const int now = c.priced.setup.total_gpus();
+  std::vector<int> counts;
+  for (const int n : gpu_counts(k_sizing_max_gpus)) {
+    if (n > now) {
+      counts.push_back(n);
+    }
+  }
+  // More cards instead of quantization or CPU offload.
+  const SearchScope scope{.layouts = true, .quantize = false, .offload = false};
+  Searcher searcher(c.model, c.base, scope);
+  const auto found = searcher.fewest(c.gpu, counts, Objective::balanced);
+  if (!found) {
+    return;
+  }
+  // More cards carrying every move of a fix that already fits on the user's
+  // cards replace none of them: they add GPU-hours and nothing else.
+  const MoveSet moves = move_set(found->moves);
+  if (std::any_of(same.begin(), same.end(), [&](const MoveSet& fix) {
+        return std::includes(moves.begin(), moves.end(), fix.begin(),
+                             fix.end());
+      })) {
+    return;
+  }
+  std::string title =
+      fmt::format("{} -> {} GPUs", now, found->setup.total_gpus());
+  if (!found->moves.empty()) {
+    title += " + " + moves_title(found->moves);
+  }
+  out.push_back(
+      from_found(c, FixGroup::more_gpus, *found, "more-gpus", title, ""));
+}
+
+void other_gpus(const Ctx& c, std::vector<Fix>& out) {
+  const SearchScope scope{.layouts = true, .quantize = false, .offload = false};
+  Searcher searcher(c.model, c.base, scope);
+  std::vector<Fix> options;
+  for (const Gpu& card : c.cards) {
+    if (&card == &c.gpu || card.name == c.gpu.name || !card.common ||
+        card.vendor != c.gpu.vendor) {
+      continue;
+    }
+    const auto found = searcher.fewest(card, gpu_counts(k_sizing_max_gpus),
+                                       Objective::balanced);
+    if (!found) {
+      continue;
+    }
+    std::string title =
+        fmt::format("{} x {} -> {} x {}", c.priced.setup.total_gpus(),
+                    c.gpu.name, found->setup.total_gpus(), card.name);
+    if (!found->moves.empty()) {
+      title += " + " + moves_title(found->moves);
+    }
+    options.push_back(
+        from_found(c, FixGroup::other_gpus, *found, "other-gpus", title, ""));
+  }
+  // The fewest GPU-hours per token first, then the fewest cards, then name.
+  std::stable_sort(options.begin(), options.end(),
+                   [](const Fix& a, const Fix& b) {
+                     const double ha = a.step_factor * a.setup.total_gpus();
+                     const double hb = b.step_factor * b.setup.total_gpus();
+                     if (std::abs(ha - hb) > 1e-9) {
+                       return ha < hb;
+                     }
+                     return a.gpu->name < b.gpu->name;
+                   });
+  for (std::size_t i = 0; i < options.size() && i < k_other_cards; ++i) {
+    out.push_back(std::move(options[i]));
+  }
+}
+
+void change_job(const Ctx& c, std::vector<Fix>& out) {
+  const Setup& s = c.base;
+  const Resolved& r = c.priced.setup;
+  if (r.training() && r.mode == Mode::full) {
+    // LoRA or QLoRA instead of full fine-tuning, with the cheapest moves.
+    for (const Mode mode : {Mode::lora, Mode::qlora}) {
+      Setup t = s;
+      t.mode = mode;
+      t.quant = Quant::automatic;
+      t.precision = Precision::mixed;
+      Searcher searcher(c.model, t, SearchScope{});
+      const auto found =
+          searcher.best(c.gpu, r.total_gpus(), Objective::balanced);
+      if (found) {
+        const bool q = mode == Mode::qlora;
+        std::string title =
+            q ? "QLoRA (4-bit NF4 base + LoRA adapters) instead of "
+                "full fine-tuning"
+              : fmt::format("LoRA (rank {}) instead of full fine-tuning",
+                            t.lora_rank);
+        if (!found->moves.empty()) {
+          title += " + " + moves_title(found->moves);
+        }
+        out.push_back(from_found(c, FixGroup::change_job, *found,
+                                 q ? "qlora" : "lora", title,
+                                 q ? "trains adapters over a 4-bit frozen base"
+                                   : "trains adapters only"));
+        break;  // QLoRA only when LoRA does not fit
+      }
+    }
+  }
+  if (r.engine == Engine::vllm && !r.training()) {
+    const auto best =
+        largest_fitting(c, 256, r.max_model_len, 256, [&](std::int64_t n) {
+          Setup t = s;
+          t.max_model_len = n;
+          t.seq = std::min(s.seq, n);
+          return t;
+        });
+    if (best) {
+      Setup t = s;
+      t.max_model_len = *best;
+      t.seq = std::min(s.seq, *best);
+      if (auto fix = job_fix(
+              c, "max-model-len",
+              fmt::format("max-model-len {} -> {}", r.max_model_len, *best), t,
+              fmt::format("longest request {} -> {} tokens", r.max_model_len,
+                          *best),
+              {{"max-model-len", "", Risk::none}})) {
+        out.push_back(std::move(*fix));
+      }
+    }
+  } else if (r.seq > 512) {
+    const auto best = largest_fitting(c, 256, r.seq, 256, [&](std::int64_t n) {
+      Setup t = s;
+      t.seq = n;
+      t.max_model_len.reset();
+      return t;
+    });
+    if (best) {
+      Setup t = s;
+      t.seq = *best;
+      t.max_model_len.reset();
+      if (auto fix = job_fix(
+              c, "shorter-seq",
+              fmt::format("sequence length {} -> {} tokens", r.seq, *best), t,
+              fmt::format("sequences of {} tokens instead of {}", *best,
+                          r.seq))) {
+        out.push_back(std::move(*fix));
+      }
+    }
+  }
+  if (r.batch > 1) {
+    // Fewer sequences per step: a smaller global batch in training, fewer
+    // concurrent sequences in inference.
+    for (std::int64_t b = r.batch / 2; b >= 1; b /= 2) {
+      Setup t = s;
+      t.batch = b;
+      const std::string change =
+          r.training() ? fmt::format("global batch {} -> {} sequences",
+                                     r.batch * r.grad_accum * r.dp(),
+                                     b * r.grad_accum * r.dp())
+                       : fmt::format("{} -> {} sequences at once", r.batch, b);
+      if (auto fix = job_fix(
+              c, r.training() ? "smaller-batch" : "fewer-sequences",
+              r.training()
+                  ? fmt::format("micro-batch {} -> {} (same "
+                                "grad-accum)",
+                                r.batch, b)
+                  : fmt::format("{} -> {} concurrent sequences", r.batch, b),
+              t, change, {{"smaller-batch", "", Risk::none}})) {
+        out.push_back(std::move(*fix));
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
+                        const std::vector<Gpu>& cards) {
+  Pricing pricing = price(model, gpu, setup);
+  if (!pricing.priced) {
+    return {};
+  }
+  const Priced& base = *pricing.priced;
+  const Budget& b = base.budget;
+  const bool vllm = base.setup.engine == Engine::vllm && !base.setup.training();
+  if (vllm && b.fits()) {
+    // vLLM sizes its KV pool to gpu-util x capacity by design: a plan that
+    // starts has nothing to fix.
+    return {};
+  }
+  const Ctx c{model,
+              gpu,
+              setup,
+              base,
+              estimate_time(model, gpu, base.setup, base.budget),
+              cards};
+  std::vector<Fix> fixes;
+  if (b.fits_with_margin()) {
+    // Fits, but tight: the cheapest way to the comfortable headroom.
+    same_hardware(c, k_advise_headroom_share, fixes);
+  } else {
+    const std::vector<MoveSet> same = same_hardware(c, std::nullopt, fixes);
+    more_gpus(c, same, fixes);
+    other_gpus(c, fixes);
+    change_job(c, fixes);
+  }
+  for (std::size_t i = 0; i < fixes.size(); ++i) {
+    fixes[i].rank = static_cast<int>(i + 1);
+  }
+  return fixes;
+}
+
+Advisor advisor(const std::vector<Gpu>& cards) {
+  return [&cards](const Model& model, const Gpu& gpu, const Setup& setup) {
+    return advise(model, gpu, setup, cards);
+  };
+}
+
+}  // namespace oomplan

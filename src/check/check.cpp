@@ -1,0 +1,182 @@
+#include "oomplan/check/check.hpp"
+
+#include "oomplan/advice/advice.hpp"
+#include "oomplan/setup/options.hpp"
+#include "oomplan/util/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace oomplan {
+namespace {
+
+// "--seq 2048", "--fsdp".
+std::string option_text(std::string_view flag, std::string_view value) {
+  return value.empty() ? std::string(flag) : fmt::format("{} {}", flag, value);
+}
+
+// Applies one option that a file (or its framework) states, naming the file
+// and the key when the option table rejects the value.
+void apply_file_option(Setup& setup, std::string_view where,
+                       const LaunchOption& option) {
+  try {
+    apply_option(setup, option.flag, option.value);
+  } catch (const Error& e) {
+    const std::string key = option.key.empty() ? option.flag : option.key;
+    throw Error(fmt::format("{}: {}: {}", where, key, e.what()));
+  }
+}
+
+std::string gpus_words(int count) {
+  return count == 1 ? "1 GPU" : fmt::format("{} GPUs", count);
+}
+
+}  // namespace
+
+CheckVerdict check_verdict(const Budget& budget) {
+  if (budget.fits_with_margin()) {
+    return CheckVerdict::fits;
+  }
+  return budget.fits() ? CheckVerdict::low_headroom
+                       : CheckVerdict::does_not_fit;
+}
+
+std::string_view check_verdict_name(CheckVerdict verdict) {
+  switch (verdict) {
+    case CheckVerdict::fits:
+      return "fits";
+    case CheckVerdict::low_headroom:
+      return "low headroom";
+    case CheckVerdict::does_not_fit:
+      return "does not fit";
+  }
+  return "does not fit";
+}
+
+const Fix* CheckRow::first_fix() const {
+  if (verdict == CheckVerdict::fits || plan.fixes.empty()) {
+    return nullptr;
+  }
+  return &plan.fixes.front();
+}
+
+CheckSetup check_setup(const LaunchPlan& launch, const CheckOptions& options,
+                       std::string_view where) {
+  if (where.empty()) {
+    where = launch.file;
+  }
+  CheckSetup out;
+  Setup& setup = out.setup;
+  for (const LaunchOption& option : launch.framework_defaults) {
+    apply_file_option(setup, where, option);
+  }
+  // What the file states, by flag, for the notes below.
+  std::map<std::string, const LaunchOption*> stated;
+  for (const LaunchOption& option : launch.options) {
+    if (option.flag == "--gpus") {
+      continue;  // the card: resolved by the caller
+    }
+    apply_file_option(setup, where, option);
+    stated[option.flag] = &option;
+  }
+  if (launch.nodes) {
+    setup.nodes = *launch.nodes;
+  }
+  if (options.gpus) {
+    setup.gpus = *options.gpus;
+    if (launch.gpus && *launch.gpus != *options.gpus) {
+      out.notes.push_back(fmt::format(
+          "the file launches {} per node; --gpus {} (command line) wins: "
+          "planned on {} per node",
+          gpus_words(*launch.gpus), options.gpus_text,
+          gpus_words(*options.gpus)));
+    }
+  } else if (launch.gpus) {
+    setup.gpus = *launch.gpus;
+  } else {
+    setup.gpus = 1;
+    out.notes.push_back(
+        "the file states no GPU count: planned on 1 GPU; give --gpus NxNAME "
+        "to plan more");
+  }
+  for (const auto& [flag, value] : options.given) {
+    apply_option(setup, flag, value);
+    const auto it = stated.find(flag);
+    if (it != stated.end() && it->second->value != value) {
+      out.notes.push_back(fmt::format(
+          "{} (command line) wins over the file's {} ({})",
+          option_text(flag, value),
+          it->second->key.empty() ? it->second->flag : it->second->key,
+          option_text(it->second->flag, it->second->value)));
+    }
+    if (flag == "--nodes" && launch.nodes &&
+        std::to_string(*launch.nodes) != value) {
+      out.notes.push_back(
+          fmt::format("--nodes {} (command line) wins over the file's {} "
+                      "nodes",
+                      value, *launch.nodes));
+    }
+  }
+  return out;
+}
+
+CheckRow check_plan(const LaunchPlan& launch, const CheckTarget& target,
+                    const CheckOptions& options, const std::vector<Gpu>& cards,
+                    std::string_view where) {
+  if (where.empty()) {
+    where = launch.file;
+  }
+  CheckSetup setup = check_setup(launch, options, where);
+  CheckRow row;
+  row.file = launch.file;
+  row.reader = launch.reader;
+  row.framework = launch.framework;
+  row.included_files = launch.included_files;
+  row.unused_keys = launch.unused_keys;
+  row.unknown_keys = launch.unknown_keys;
+  row.notes = launch.notes;
+  row.notes.insert(row.notes.end(), target.notes.begin(), target.notes.end());
+  row.notes.insert(row.notes.end(), setup.notes.begin(), setup.notes.end());
+  try {
+    row.plan = make_plan(*target.model, *target.gpu, setup.setup,
+                         target.model_arg, advisor(cards));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", where, e.what()));
+  }
+  row.verdict = check_verdict(row.plan.budget);
+  if (const auto& vllm = row.plan.budget.vllm; vllm && !vllm->error.empty()) {
+    // Within the card, yet no plan: the verdict needs the reason.
+    row.notes.push_back(fmt::format("vLLM would not start: {}", vllm->error));
+  }
+  return row;
+}
+
+bool CheckResult::fits() const {
+  return std::all_of(rows.begin(), rows.end(), [](const CheckRow& row) {
+    return row.verdict == CheckVerdict::fits;
+  });
+}
+
+CheckResult check_plans(std::vector<LaunchPlan> plans,
+                        const CheckResolver& resolve,
+                        const CheckOptions& options,
+                        const std::vector<Gpu>& cards) {
+  CheckResult result;
+  std::map<std::string, std::size_t> next_entry;
+  for (LaunchPlan& launch : plans) {
+    std::optional<std::size_t> entry;
+    std::string where = launch.file;
+    if (launch.reader == "plans") {
+      entry = next_entry[launch.file]++;
+      where = fmt::format("{}: plans[{}]", launch.file, *entry);
+    }
+    const CheckTarget target = resolve(launch, where);
+    result.rows.push_back(check_plan(launch, target, options, cards, where));
+    result.rows.back().entry = entry;
+  }
+  return result;
+}
+
+}  // namespace oomplan

@@ -1,0 +1,200 @@
+#pragma once
+
+// Private to the launch readers: one tree type for JSON and YAML documents
+// (nlohmann's ordered_json, so keys keep document order), bounded parsers for
+// untrusted text, and KeyReader, which records which keys a reader used so that
+// every key of a file is reported as read, unused or unknown.
+
+#include "oomplan/launch/launch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomplan::launch {
+
+using Json = nlohmann::ordered_json;
+
+// Limits on untrusted documents, checked before and while parsing.
+inline constexpr int k_max_depth = 64;         // nesting of mappings/lists
+inline constexpr long k_max_values = 100'000;  // values after YAML aliases
+inline constexpr int k_max_yaml_documents =
+    64;  // "---" separated, empty ones too
+inline constexpr std::size_t k_max_echo = 60;  // characters of user text
+
+// Refuses text that is too large, holds NUL bytes or is not UTF-8.
+void check_text(std::string_view text, const std::string& origin);
+// Parse a JSON / YAML document (bounded). Throws Error "<origin>: ...".
+Json parse_json_text(std::string_view text, const std::string& origin);
+Json parse_yaml_text(std::string_view text, const std::string& origin);
+
+// User text for a message: quoted, control characters escaped, long text cut.
+std::string echo(std::string_view text);
+std::string echo_json(const Json& value);
+
+// A whole number in [lo, hi] in decimal; nullopt otherwise (no exceptions).
+std::optional<std::int64_t> parse_int(std::string_view text, std::int64_t lo,
+                                      std::int64_t hi);
+std::optional<double> parse_double(std::string_view text);
+// "4" for integral values, else the shortest round-trip text ("0.85").
+std::string number_text(double value);
+
+// Reads one document. Every lookup marks the key; finish() reports the rest.
+class KeyReader {
+ public:
+  KeyReader(const Json& doc, std::string origin);
+
+  const std::string& origin() const { return m_origin; }
+  const Json& doc() const { return m_doc; }
+
+  // The value at a dotted path ("zero_optimization.stage"), or nullptr when
+  // absent or null; marks the path as read (memory-relevant) when present.
+  const Json* read(std::string_view path);
+  // Peeks without marking.
+  const Json* peek(std::string_view path) const;
+  bool has(std::string_view path) const { return peek(path) != nullptr; }
+  // Marks keys the reader knows and that do not change memory.
+  void unused(std::string_view path);
+  void unused(std::initializer_list<std::string_view> paths);
+  // Marks every key under `path` (an object) that is not marked yet.
+  void unused_children(std::string_view path);
+
+  // Typed reads: nullopt when absent or null; Error when of the wrong type.
+  std::optional<bool> boolean(std::string_view path);
+  std::optional<std::int64_t> integer(std::string_view path, std::int64_t lo,
+                                      std::int64_t hi);
+  std::optional<double> number(std::string_view path, double lo, double hi);
+  std::optional<std::string> string(std::string_view path);
+  // A string or a list of strings (YAML lists, or "a,b" / "a b" strings).
+  std::optional<std::vector<std::string>> strings(std::string_view path);
+  // True when the value is the string "auto" (DeepSpeed, HF, axolotl).
+  bool is_auto(std::string_view path) const;
+
+  [[noreturn]] void fail(std::string_view path, std::string_view problem) const;
+
+  // Fills plan.unused_keys / plan.unknown_keys in document order.
+  void finish(LaunchPlan& plan, std::string_view prefix = "") const;
+
+ private:
+  enum class Mark { read, unused };
+  void mark(std::string_view path, Mark how);
+  void walk(const Json& node, const std::string& path, LaunchPlan& plan,
+            std::string_view prefix) const;
+  bool marked_below(const std::string& path) const;
+
+  const Json& m_doc;
+  std::string m_origin;
+  std::map<std::string, Mark, std::less<>> m_marks;
+};
+
+// Readers (one per format). Each fills plan.options / model / gpus / notes and
+// calls finish(). `doc` is the parsed document.
+enum class Format {
+  vllm,
+  deepspeed,
+  hf_trainer,
+  accelerate,
+  axolotl,
+  torchtune,
+  llama_factory,
+  plans,
+};
+std::string_view format_name(Format format);
+
+// What the DeepSpeed reader found, for merging into a training file's plan.
+struct DeepSpeedFacts {
+  std::optional<std::int64_t> micro_batch;  // nullopt: absent or auto
+  std::optional<std::int64_t> grad_accum;
+  std::optional<std::int64_t> train_batch;
+  std::optional<bool> bf16;  // nullopt: absent or auto
+  std::optional<bool> fp16;
+  bool micro_batch_auto = false;
+  bool grad_accum_auto = false;
+  bool bf16_auto = false;
+  bool fp16_auto = false;
+  int stage = 0;
+};
+
+// A DeepSpeed config given next to a training file that does not name one
+// ("oomplan check args.yaml ds.json").
+struct Attached {
+  const Json* deepspeed = nullptr;
+  std::string deepspeed_origin;
+};
+
+void read_vllm(std::string_view text, LaunchPlan& plan);
+DeepSpeedFacts read_deepspeed(KeyReader& keys, LaunchPlan& plan);
+// The options a DeepSpeed config states when it is a plan of its own.
+void deepspeed_own_options(const DeepSpeedFacts& facts, LaunchPlan& plan);
+void read_hf_trainer(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
+                     const Attached& attached);
+void read_accelerate(KeyReader& keys, LaunchPlan& plan, const FileLoader& load);
+void read_axolotl(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
+                  const Attached& attached);
+// `text` is the raw file: torchtune recipes name the Hugging Face id in their
+// `tune download <id>` comment.
+void read_torchtune(KeyReader& keys, LaunchPlan& plan, std::string_view text);
+void read_llama_factory(KeyReader& keys, LaunchPlan& plan,
+                        const FileLoader& load, const Attached& attached);
+std::vector<LaunchPlan> read_plans(const Json& doc, const std::string& origin);
+
+// Shared pieces of the training readers (launch/train.cpp).
+// Folds a DeepSpeed config (a path to load, or an inline object) into `plan`.
+// `key` is the key that names it; `batch`, `grad_accum`, `bf16`, `fp16` are
+// the training file's own values, which fill DeepSpeed's "auto".
+struct TrainerValues {
+  std::optional<std::int64_t> batch;
+  std::optional<std::int64_t> grad_accum;
+  bool bf16 = false;
+  bool fp16 = false;
+  std::string batch_key, grad_accum_key, precision_key;
+};
+void fold_deepspeed(KeyReader& keys, std::string_view key, LaunchPlan& plan,
+                    const FileLoader& load, const TrainerValues& trainer);
+// Folds a DeepSpeed document (a named file's or an attached one's) into
+// `plan`; `prefix` goes before its keys in messages ("ds.json: ").
+void fold_deepspeed_doc(const Json& doc, const std::string& origin,
+                        const std::string& prefix, LaunchPlan& plan,
+                        const TrainerValues& trainer);
+void fold_trainer_deepspeed(KeyReader& keys, std::string_view key,
+                            LaunchPlan& plan, const FileLoader& load,
+                            const Attached& attached,
+                            const TrainerValues& trainer);
+void fold_deepspeed_facts(const DeepSpeedFacts& ds,
+                          const std::string& ds_origin, LaunchPlan& plan,
+                          const TrainerValues& trainer);
+// Marks every TrainingArguments field that does not change memory.
+void mark_hf_unused(KeyReader& keys);
+// PEFT target module names at `key` -> "q,v" / "all"; "" when absent.
+std::string peft_targets(KeyReader& keys, std::string_view key);
+// HF `optim` / axolotl `optimizer` names -> oomplan --optimizer; Error else.
+std::string hf_optimizer(KeyReader& keys, std::string_view key,
+                         std::string_view name);
+// transformers attn_implementation -> --attn; Error else.
+std::string hf_attention(KeyReader& keys, std::string_view key,
+                         std::string_view name);
+// HF `fsdp` (string or list) + `fsdp_config` (object or path).
+void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load);
+// --fsdp-version for a plan with --fsdp: `version` as read at `key`, else
+// the default of transformers and accelerate, FSDP1.
+void mark_fsdp_version(LaunchPlan& plan, std::optional<std::int64_t> version,
+                       const std::string& key);
+// Loads a file another file names; Error naming `key` when it is missing.
+std::string load_named(const KeyReader& keys, std::string_view key,
+                       const std::string& path, const FileLoader& load);
+
+// Options of `plan` (convenience).
+void set_option(LaunchPlan& plan, std::string flag, std::string value,
+                std::string key);
+const LaunchOption* find_option(const LaunchPlan& plan, std::string_view flag);
+void set_default(LaunchPlan& plan, std::string flag, std::string value,
+                 std::string why);
+void erase_option(LaunchPlan& plan, std::string_view flag);
+
+}  // namespace oomplan::launch

@@ -1,0 +1,688 @@
+// Launch-config readers: format detection, grouping of files given together,
+// framework defaults, and oomplan's own plan lists (launch.hpp).
+
+#include "oomplan/launch/launch.hpp"
+
+#include "launch/internal.hpp"
+
+#include "oomplan/setup/options.hpp"
+#include "oomplan/util/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace oomplan {
+namespace launch {
+namespace {
+
+struct Default {
+  std::string_view flag;
+  std::string_view value;
+  std::string_view why;
+};
+
+// What each framework does when its file is silent, each with its source.
+// clang-format off
+constexpr std::array k_vllm_defaults = {
+    Default{"--engine", "vllm", "a `vllm serve` command runs the vLLM engine"},
+    Default{"--mode", "infer", "vLLM serves; it does not train"},
+    Default{"--tp", "1", "vLLM runs on one GPU unless --tensor-parallel-size says otherwise (vllm/config/parallel.py ParallelConfig.tensor_parallel_size = 1)"},
+    Default{"--pp", "1", "vllm/config/parallel.py ParallelConfig.pipeline_parallel_size = 1"},
+    Default{"--gpu-util", "0.9", "vllm/config/cache.py CacheConfig.gpu_memory_utilization = 0.9"},
+};
+constexpr std::array k_deepspeed_defaults = {
+    Default{"--mode", "full", "a DeepSpeed config trains every weight unless the training file adds adapters"},
+    Default{"--zero", "0", "deepspeed/runtime/zero/config.py DeepSpeedZeroConfig.stage = 0"},
+    Default{"--dtype", "fp32", "fp16 and bf16 are off unless enabled (deepspeed/runtime/config.py)"},
+    Default{"--precision", "mixed", "DeepSpeed keeps fp32 master weights and optimizer states (deepspeed/runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups, bf16_optimizer.py)"},
+};
+constexpr std::array k_hf_defaults = {
+    Default{"--mode", "full", "the HF Trainer trains every weight unless the script adds PEFT adapters"},
+    Default{"--precision", "mixed", "bf16/fp16 in TrainingArguments are torch.autocast over the weights as the script loads them (fp32 master weights: transformers training_args.py mixed_precision)"},
+    Default{"--dtype", "fp32", "TrainingArguments bf16 and fp16 default to False: fp32 training (transformers training_args.py)"},
+    Default{"--batch", "8", "TrainingArguments.per_device_train_batch_size = 8 (transformers training_args.py)"},
+    Default{"--checkpointing", "none", "TrainingArguments.gradient_checkpointing = False; when on, every decoder layer is wrapped in torch.utils.checkpoint (transformers modeling_utils.py gradient_checkpointing_enable)"},
+    Default{"--loss", "full", "transformers loss/loss_utils.py ForCausalLMLoss upcasts the whole sequence's logits to fp32"},
+    Default{"--attn", "sdpa", "transformers picks sdpa when attn_implementation is not set (modeling_utils.py)"},
+    Default{"--optimizer", "adamw", "TrainingArguments.optim = adamw_torch (adamw_torch_fused with torch >= 2.8)"},
+};
+constexpr std::array k_trl_defaults = {
+    Default{"--mode", "full", "SFTTrainer trains every weight unless use_peft is set (trl/trainer/model_config.py)"},
+    Default{"--precision", "mixed", "SFTTrainer loads the model in float32 unless model_init_kwargs says otherwise and trains it under bf16 autocast (trl/trainer/sft_trainer.py, model_config.py dtype = float32)"},
+    Default{"--dtype", "bf16", "SFTConfig.bf16 defaults to True unless fp16 is set (trl/trainer/base_config.py, TRL >= 0.19)"},
+    Default{"--batch", "8", "TrainingArguments.per_device_train_batch_size = 8"},
+    Default{"--checkpointing", "full", "SFTConfig.gradient_checkpointing defaults to True (trl/trainer/base_config.py, TRL >= 0.21)"},
+    Default{"--seq", "1024", "SFTConfig.max_length = 1024 (trl/trainer/sft_config.py)"},
+    Default{"--loss", "chunked", "SFTConfig.loss_type defaults to chunked_nll: the lm_head and cross-entropy run in chunks (trl/trainer/sft_config.py, TRL >= 1.7)"},
+    Default{"--attn", "sdpa", "transformers picks sdpa when attn_implementation is not set"},
+    Default{"--optimizer", "adamw", "TrainingArguments.optim = adamw_torch"},
+};
+constexpr std::array k_accelerate_defaults = {
+    Default{"--mode", "full", "an accelerate config trains every weight unless the script adds adapters"},
+    Default{"--dtype", "fp32", "mixed_precision defaults to no (accelerate commands/config/config_args.py)"},
+    Default{"--precision", "mixed", "accelerate's mixed precision is autocast over fp32 weights; FSDP MixedPrecision keeps fp32 sharded parameters (accelerate utils/dataclasses.py)"},
+};
+constexpr std::array k_axolotl_defaults = {
+    Default{"--mode", "full", "no adapter: axolotl fine-tunes every weight (utils/schemas/peft.py adapter = None)"},
+    Default{"--seq", "512", "sequence_len = 512 (utils/schemas/config.py)"},
+    Default{"--batch", "1", "micro_batch_size = 1 (utils/schemas/training.py)"},
+    Default{"--dtype", "bf16", "bf16 = auto: bf16 on GPUs that support it (utils/config/__init__.py resolve_dtype)"},
+    Default{"--precision", "pure", "axolotl loads the model in bf16 (resolve_dtype: torch_dtype = bfloat16) and the HF Trainer trains it as loaded: no fp32 master weights"},
+    Default{"--checkpointing", "none", "gradient_checkpointing = False (utils/schemas/config.py)"},
+    Default{"--attn", "sdpa", "no attention flag: transformers' default, sdpa"},
+    Default{"--optimizer", "adamw", "optimizer = adamw_torch_fused (utils/schemas/training.py)"},
+    Default{"--loss", "full", "the HF Trainer's loss on fp32-upcast logits unless chunked_cross_entropy or a Liger / Cut Cross-Entropy plugin is on"},
+};
+constexpr std::array k_torchtune_defaults = {
+    Default{"--mode", "full", "a full_finetune recipe; lora_/qlora_ model builders add adapters"},
+    Default{"--dtype", "bf16", "recipes ship dtype: bf16 (training.get_dtype)"},
+    Default{"--precision", "pure", "recipes build the model in `dtype` and keep no fp32 copy: weights, gradients and optimizer states in bf16 (recipes/full_finetune_single_device.py, training/precision.py)"},
+    Default{"--loss", "chunked", "recipes use LinearCrossEntropyLoss or CEWithChunkedOutputLoss (torchtune/modules/loss)"},
+    Default{"--checkpointing", "none", "cfg.get(\"enable_activation_checkpointing\", False) (recipes/*.py)"},
+    Default{"--attn", "sdpa", "torchtune attention calls F.scaled_dot_product_attention (torchtune/modules/attention_utils.py)"},
+    Default{"--fsdp", "", "distributed recipes shard every model with FSDP2 fully_shard (training.shard_model); on one GPU that shards nothing"},
+    Default{"--optimizer", "adamw", "recipes ship torch.optim.AdamW"},
+};
+constexpr std::array k_llama_factory_defaults = {
+    Default{"--mode", "lora", "finetuning_type = lora (hparams/finetuning_args.py)"},
+    Default{"--lora-rank", "8", "lora_rank = 8 (hparams/finetuning_args.py)"},
+    Default{"--lora-targets", "all", "lora_target = all (hparams/finetuning_args.py)"},
+    Default{"--seq", "2048", "cutoff_len = 2048 (hparams/data_args.py)"},
+    Default{"--batch", "8", "per_device_train_batch_size = 8 (transformers TrainingArguments)"},
+    Default{"--checkpointing", "full", "gradient checkpointing is on unless disable_gradient_checkpointing (model/model_utils/checkpointing.py)"},
+    Default{"--precision", "mixed", "trainable parameters are upcast to fp32 unless pure_bf16 (model/adapter.py cast_trainable_params_to_fp32)"},
+    Default{"--attn", "sdpa", "flash_attn = auto lets transformers pick sdpa (model/model_utils/attention.py)"},
+    Default{"--loss", "full", "the HF Trainer's loss on fp32-upcast logits"},
+    Default{"--optimizer", "adamw", "TrainingArguments.optim = adamw_torch"},
+};
+// clang-format on
+
+struct FrameworkRow {
+  std::string_view name;
+  const Default* begin;
+  const Default* end;
+};
+
+template <std::size_t N>
+FrameworkRow row(std::string_view name, const std::array<Default, N>& d) {
+  return {name, d.data(), d.data() + N};
+}
+
+std::vector<FrameworkRow> frameworks() {
+  return {row("vllm", k_vllm_defaults),
+          row("deepspeed", k_deepspeed_defaults),
+          row("hf-trainer", k_hf_defaults),
+          row("trl", k_trl_defaults),
+          row("accelerate", k_accelerate_defaults),
+          row("axolotl", k_axolotl_defaults),
+          row("torchtune", k_torchtune_defaults),
+          row("llama-factory", k_llama_factory_defaults)};
+}
+
+std::string_view trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) {
+    return {};
+  }
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool has_any(const Json& doc, std::initializer_list<const char*> keys) {
+  return std::any_of(keys.begin(), keys.end(),
+                     [&](const char* k) { return doc.contains(k); });
+}
+
+std::optional<Format> classify(const Json& doc) {
+  if (!doc.is_object()) {
+    return std::nullopt;
+  }
+  for (const auto& item : doc.items()) {
+    if (item.value().is_object() && item.value().contains("_component_")) {
+      return Format::torchtune;
+    }
+  }
+  if (has_any(doc, {"distributed_type", "compute_environment"})) {
+    return Format::accelerate;
+  }
+  if (has_any(doc, {"zero_optimization", "train_micro_batch_size_per_gpu",
+                    "train_batch_size"}) ||
+      (doc.contains("bf16") && doc["bf16"].is_object()) ||
+      (doc.contains("fp16") && doc["fp16"].is_object())) {
+    return Format::deepspeed;
+  }
+  if (has_any(doc, {"finetuning_type", "cutoff_len", "lora_target",
+                    "quantization_bit", "pure_bf16"}) ||
+      (doc.contains("stage") && doc.contains("template"))) {
+    return Format::llama_factory;
+  }
+  if (has_any(doc, {"base_model", "micro_batch_size", "sequence_len", "adapter",
+                    "lora_target_linear", "sample_packing"})) {
+    return Format::axolotl;
+  }
+  if (has_any(doc,
+              {"per_device_train_batch_size", "gradient_accumulation_steps",
+               "output_dir", "num_train_epochs", "learning_rate", "optim",
+               "gradient_checkpointing", "model_name_or_path", "bf16", "fp16",
+               "deepspeed", "fsdp", "max_seq_length", "max_length"})) {
+    return Format::hf_trainer;
+  }
+  return std::nullopt;
+}
+
+bool looks_like_vllm(std::string_view text, const std::string& origin) {
+  if (text.find("vllm") == std::string_view::npos) {
+    return false;
+  }
+  LaunchPlan probe;
+  probe.file = origin;
+  try {
+    read_vllm(text, probe);
+    return true;
+  } catch (const Error& e) {
+    // A command that is vLLM but wrong (a bad flag value) is still vLLM: the
+    // error names the flag. Anything else is not a vLLM file.
+    return std::string_view(e.what()).find("holds no `vllm serve`") ==
+               std::string_view::npos &&
+           std::string_view(e.what()).find("quote is not closed") ==
+               std::string_view::npos;
+  }
+}
+
+// One parsed input file. (clang-tidy 14 takes nlohmann::json's noexcept
+// constructors for throwing ones.)
+struct Parsed {  // NOLINT(bugprone-exception-escape)
+  const LaunchFile* file = nullptr;
+  Format format = Format::plans;
+  Json doc;  // empty for vllm
+  // Files it names, as written (deepspeed:, fsdp_config:,
+  // deepspeed_config_file:).
+  std::vector<std::string> names;
+};
+
+Parsed parse_file(const LaunchFile& file) {
+  check_text(file.text, file.origin);
+  Parsed p;
+  p.file = &file;
+  const std::string_view body = trim(file.text);
+  if (body.empty()) {
+    throw Error(fmt::format("{}: is empty; give a launch config", file.origin));
+  }
+  const bool json = body.front() == '{' || body.front() == '[';
+  if (!json &&
+      (ends_with(file.origin, ".sh") || ends_with(file.origin, ".cmd") ||
+       looks_like_vllm(file.text, file.origin))) {
+    p.format = Format::vllm;
+    return p;
+  }
+  p.doc = json ? parse_json_text(file.text, file.origin)
+               : parse_yaml_text(file.text, file.origin);
+  if (p.doc.is_array() ||
+      (p.doc.is_object() && p.doc.contains("plans") && p.doc.size() == 1)) {
+    p.format = Format::plans;
+    return p;
+  }
+  const auto format = classify(p.doc);
+  if (!format) {
+    throw Error(fmt::format(
+        "{}: cannot tell which framework this file configures; oomplan reads "
+        "`vllm serve` command lines, DeepSpeed JSON, Hugging Face "
+        "TrainingArguments / TRL configs, accelerate configs, axolotl, "
+        "torchtune and LLaMA-Factory recipes, and plan lists (a JSON array of "
+        "option objects)",
+        file.origin));
+  }
+  p.format = *format;
+  const auto name = [&](const char* k) {
+    if (p.doc.contains(k) && p.doc[k].is_string()) {
+      p.names.push_back(p.doc[k].get<std::string>());
+    }
+  };
+  name("deepspeed");
+  name("fsdp_config");
+  if (p.doc.contains("deepspeed_config") &&
+      p.doc["deepspeed_config"].is_object()) {
+    const Json& d = p.doc["deepspeed_config"];
+    if (d.contains("deepspeed_config_file") &&
+        d["deepspeed_config_file"].is_string()) {
+      p.names.push_back(d["deepspeed_config_file"].get<std::string>());
+    }
+  }
+  return p;
+}
+
+std::string normalize_path(std::string_view p) {
+  while (p.rfind("./", 0) == 0) {
+    p.remove_prefix(2);
+  }
+  return std::string(p);
+}
+
+bool same_file(std::string_view a, std::string_view b) {
+  const std::string x = normalize_path(a);
+  const std::string y = normalize_path(b);
+  if (x == y) {
+    return true;
+  }
+  const auto suffix = [](const std::string& longer,
+                         const std::string& shorter) {
+    return longer.size() > shorter.size() && ends_with(longer, shorter) &&
+           longer[longer.size() - shorter.size() - 1] == '/';
+  };
+  return suffix(x, y) || suffix(y, x);
+}
+
+bool is_job(Format f) {
+  return f == Format::hf_trainer || f == Format::axolotl ||
+         f == Format::llama_factory;
+}
+
+void apply_framework_defaults(LaunchPlan& plan) {
+  // The reader's own adjustments (plan.framework_defaults so far) win over
+  // the framework's table.
+  std::vector<LaunchOption> specific = std::move(plan.framework_defaults);
+  plan.framework_defaults = framework_defaults(plan.framework);
+  for (auto& s : specific) {
+    set_default(plan, s.flag, s.value, s.key);
+  }
+  auto option = [&](std::string_view flag) { return find_option(plan, flag); };
+  auto drop_default = [&](std::string_view flag) {
+    std::erase_if(plan.framework_defaults,
+                  [&](const LaunchOption& o) { return o.flag == flag; });
+  };
+  // An explicit sharding choice replaces the framework's.
+  if (option("--zero") != nullptr) {
+    drop_default("--fsdp");
+  }
+  if (option("--fsdp") != nullptr) {
+    drop_default("--zero");
+  }
+  std::string mode;
+  if (const auto* m = option("--mode")) {
+    mode = m->value;
+  } else {
+    for (const auto& d : plan.framework_defaults) {
+      if (d.flag == "--mode") {
+        mode = d.value;
+      }
+    }
+  }
+  if (mode == "full" || mode == "infer") {
+    drop_default("--lora-rank");
+    drop_default("--lora-targets");
+  }
+  if ((mode == "lora" || mode == "qlora") && plan.framework == "axolotl") {
+    // PEFT upcasts the adapter weights to fp32 (peft tuners_utils.py
+    // _cast_adapter_dtype, autocast_adapter_dtype=True); only the frozen
+    // base stays in bf16.
+    set_default(plan, "--precision", "mixed",
+                "PEFT keeps LoRA adapters in fp32 over the bf16 base "
+                "(peft autocast_adapter_dtype=True)");
+  }
+}
+
+void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
+              const Attached& attached) {
+  const std::string& origin = p.file->origin;
+  plan.file = origin;
+  plan.reader = std::string(format_name(p.format));
+  plan.framework = plan.reader;
+  if (p.format == Format::vllm) {
+    read_vllm(p.file->text, plan);
+    apply_framework_defaults(plan);
+    return;
+  }
+  KeyReader keys(p.doc, origin);
+  switch (p.format) {
+    case Format::deepspeed: {
+      const DeepSpeedFacts facts = read_deepspeed(keys, plan);
+      deepspeed_own_options(facts, plan);
+      break;
+    }
+    case Format::hf_trainer:
+      read_hf_trainer(keys, plan, load, attached);
+      break;
+    case Format::accelerate:
+      read_accelerate(keys, plan, load);
+      break;
+    case Format::axolotl:
+      read_axolotl(keys, plan, load, attached);
+      break;
+    case Format::torchtune:
+      read_torchtune(keys, plan, p.file->text);
+      break;
+    case Format::llama_factory:
+      read_llama_factory(keys, plan, load, attached);
+      break;
+    case Format::vllm:
+    case Format::plans:
+      break;
+  }
+  keys.finish(plan);
+  apply_framework_defaults(plan);
+}
+
+// Folds a launcher plan (an accelerate config given next to a training file)
+// into the training file's plan: the training file's own options win.
+void merge_launcher(LaunchPlan& job, const LaunchPlan& launcher) {
+  job.included_files.push_back(launcher.file);
+  for (const auto& f : launcher.included_files) {
+    job.included_files.push_back(f);
+  }
+  for (const auto& o : launcher.options) {
+    if (find_option(job, o.flag) == nullptr) {
+      const bool sharding = o.flag == "--fsdp" || o.flag == "--zero";
+      if (sharding && (find_option(job, "--fsdp") != nullptr ||
+                       find_option(job, "--zero") != nullptr)) {
+        continue;
+      }
+      job.options.push_back(
+          {o.flag, o.value, fmt::format("{}: {}", launcher.file, o.key)});
+    }
+  }
+  if (launcher.gpus && !job.gpus) {
+    job.gpus = launcher.gpus;
+  }
+  if (launcher.nodes && !job.nodes) {
+    job.nodes = launcher.nodes;
+  }
+  for (const auto& k : launcher.unused_keys) {
+    job.unused_keys.push_back(fmt::format("{}: {}", launcher.file, k));
+  }
+  for (const auto& k : launcher.unknown_keys) {
+    job.unknown_keys.push_back(fmt::format("{}: {}", launcher.file, k));
+  }
+  for (const auto& n : launcher.notes) {
+    job.notes.push_back(fmt::format("{}: {}", launcher.file, n));
+  }
+  // The launcher's sharding decides the framework default for it.
+  auto drop = [&](std::string_view flag) {
+    std::erase_if(job.framework_defaults,
+                  [&](const LaunchOption& o) { return o.flag == flag; });
+  };
+  if (find_option(job, "--zero") != nullptr) {
+    drop("--fsdp");
+  }
+  if (find_option(job, "--fsdp") != nullptr) {
+    drop("--zero");
+  }
+}
+
+}  // namespace
+
+std::string_view format_name(Format format) {
+  switch (format) {
+    case Format::vllm:
+      return "vllm";
+    case Format::deepspeed:
+      return "deepspeed";
+    case Format::hf_trainer:
+      return "hf-trainer";
+    case Format::accelerate:
+      return "accelerate";
+    case Format::axolotl:
+      return "axolotl";
+    case Format::torchtune:
+      return "torchtune";
+    case Format::llama_factory:
+      return "llama-factory";
+    case Format::plans:
+      return "plans";
+  }
+  return "plans";
+}
+
+std::vector<LaunchPlan> read_plans(const Json& doc, const std::string& origin) {
+  const Json& list = doc.is_array() ? doc : doc["plans"];
+  if (!list.is_array()) {
+    throw Error(
+        fmt::format("{}: plans: expected a list of plan objects", origin));
+  }
+  if (list.empty()) {
+    throw Error(
+        fmt::format("{}: holds no plans; give a JSON array of objects "
+                    "such as {{\"model\": \"llama3-70b\", \"gpus\": "
+                    "\"8xH100\", \"mode\": \"full\"}}",
+                    origin));
+  }
+  std::vector<LaunchPlan> plans;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Json& entry = list[i];
+    const std::string where = fmt::format("{}: plans[{}]", origin, i);
+    if (!entry.is_object()) {
+      throw Error(fmt::format("{}: expected an object of options, got {}",
+                              where, echo_json(entry)));
+    }
+    LaunchPlan plan;
+    plan.file = origin;
+    plan.reader = "plans";
+    plan.framework = "plans";
+    for (const auto& item : entry.items()) {
+      std::string name = item.key();
+      std::replace(name.begin(), name.end(), '_', '-');
+      if (name.rfind("--", 0) == 0) {
+        name = name.substr(2);
+      }
+      const Json& v = item.value();
+      const std::string& key = item.key();
+      if (v.is_object() || v.is_array()) {
+        throw Error(fmt::format("{}: {}: expected a single value, got {}",
+                                where, key, echo_json(v)));
+      }
+      if (v.is_null()) {
+        continue;
+      }
+      std::string value;
+      if (v.is_string()) {
+        value = v.get<std::string>();
+      } else if (v.is_boolean()) {
+        value = v.get<bool>() ? "true" : "false";
+      } else if (v.is_number_integer()) {
+        value = v.dump();
+      } else {
+        value = number_text(v.get<double>());
+      }
+      if (name == "model") {
+        if (!v.is_string()) {
+          throw Error(
+              fmt::format("{}: model: expected a model name or path", where));
+        }
+        plan.model = value;
+        plan.model_key = key;
+        continue;
+      }
+      if (name == "name" || name == "comment" || name == "label") {
+        plan.unused_keys.push_back(key);
+        continue;
+      }
+      if (name == "framework") {
+        const auto names = framework_names();
+        if (std::find(names.begin(), names.end(), value) == names.end()) {
+          throw Error(
+              fmt::format("{}: framework: {} is not a framework; use "
+                          "{}",
+                          where, echo(value), fmt::join(names, ", ")));
+        }
+        plan.framework = value;
+        continue;
+      }
+      // Any option of the table (options.hpp), by its flag without dashes.
+      const OptionRow* row = oomplan::find_option(fmt::format("--{}", name));
+      if (row == nullptr || row->flag.empty()) {
+        plan.unknown_keys.push_back(key);
+        continue;
+      }
+      if (row->value_name.empty()) {
+        if (!v.is_boolean()) {
+          throw Error(fmt::format("{}: {}: expected true or false, got {}",
+                                  where, key, echo_json(v)));
+        }
+        if (v.get<bool>()) {
+          plan.options.push_back({fmt::format("--{}", name), "", key});
+        }
+        continue;
+      }
+      if (v.is_boolean()) {
+        throw Error(
+            fmt::format("{}: {}: expected a value such as the command "
+                        "line takes, got {}",
+                        where, key, value));
+      }
+      if (name == "nodes") {
+        const auto n = parse_int(value, 1, 100'000);
+        if (!n) {
+          throw Error(
+              fmt::format("{}: nodes: expected a whole number from 1 "
+                          "to 100000, got {}",
+                          where, echo(value)));
+        }
+        plan.nodes = static_cast<int>(*n);
+        continue;
+      }
+      if (name == "gpus") {
+        const auto x = value.find('x');
+        if (x != std::string::npos) {
+          if (const auto n =
+                  parse_int(std::string_view(value).substr(0, x), 1, 100'000)) {
+            plan.gpus = static_cast<int>(*n);
+          }
+        }
+      }
+      plan.options.push_back({fmt::format("--{}", name), value, key});
+    }
+    if (plan.framework != "plans") {
+      apply_framework_defaults(plan);
+    }
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+}  // namespace launch
+
+std::vector<std::string_view> framework_names() {
+  std::vector<std::string_view> out;
+  for (const auto& f : launch::frameworks()) {
+    out.push_back(f.name);
+  }
+  return out;
+}
+
+std::vector<LaunchOption> framework_defaults(std::string_view framework) {
+  if (framework == "plans") {
+    return {};
+  }
+  for (const auto& f : launch::frameworks()) {
+    if (f.name == framework) {
+      std::vector<LaunchOption> out;
+      for (const auto* d = f.begin; d != f.end; ++d) {
+        out.push_back(
+            {std::string(d->flag), std::string(d->value), std::string(d->why)});
+      }
+      return out;
+    }
+  }
+  throw Error(
+      fmt::format("--framework {} is not a framework oomplan knows; use "
+                  "{}",
+                  launch::echo(framework), fmt::join(framework_names(), ", ")));
+}
+
+std::vector<LaunchPlan> read_launch_file(const LaunchFile& file,
+                                         const FileLoader& load) {
+  return read_launch_files({file}, load);
+}
+
+std::vector<LaunchPlan> read_launch_files(const std::vector<LaunchFile>& files,
+                                          const FileLoader& load) {
+  using namespace launch;
+  std::vector<Parsed> parsed;
+  parsed.reserve(files.size());
+  for (const auto& f : files) {
+    parsed.push_back(parse_file(f));
+  }
+  // Which listed files another listed file names (they fold into it).
+  std::vector<bool> named(parsed.size(), false);
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    for (std::size_t j = 0; j < parsed.size(); ++j) {
+      if (i == j) {
+        continue;
+      }
+      for (const auto& n : parsed[j].names) {
+        if (same_file(n, parsed[i].file->origin)) {
+          named[i] = true;
+        }
+      }
+    }
+  }
+  // A launcher file no file names joins the nearest training file before it
+  // that has none of its kind.
+  std::vector<std::optional<std::size_t>> joins(parsed.size());
+  std::vector<bool> job_has_ds(parsed.size(), false);
+  std::vector<bool> job_has_acc(parsed.size(), false);
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    if (is_job(parsed[i].format) && parsed[i].doc.is_object() &&
+        parsed[i].doc.contains("deepspeed")) {
+      job_has_ds[i] = true;
+    }
+  }
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    const Format f = parsed[i].format;
+    if (named[i] || (f != Format::deepspeed && f != Format::accelerate)) {
+      continue;
+    }
+    for (std::size_t j = i; j-- > 0;) {
+      if (!is_job(parsed[j].format)) {
+        continue;
+      }
+      auto& taken = f == Format::deepspeed ? job_has_ds : job_has_acc;
+      if (!taken[j]) {
+        taken[j] = true;
+        joins[i] = j;
+      }
+      break;
+    }
+  }
+  std::vector<LaunchPlan> plans;
+  std::vector<std::optional<std::size_t>> plan_of(parsed.size());
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    if (named[i] || joins[i]) {
+      continue;
+    }
+    const Parsed& p = parsed[i];
+    if (p.format == Format::plans) {
+      for (auto& plan : read_plans(p.doc, p.file->origin)) {
+        plans.push_back(std::move(plan));
+      }
+      continue;
+    }
+    Attached attached;
+    for (std::size_t k = i + 1; k < parsed.size(); ++k) {
+      if (joins[k] == i && parsed[k].format == Format::deepspeed) {
+        attached.deepspeed = &parsed[k].doc;
+        attached.deepspeed_origin = parsed[k].file->origin;
+      }
+    }
+    LaunchPlan plan;
+    read_one(p, plan, load, attached);
+    for (std::size_t k = i + 1; k < parsed.size(); ++k) {
+      if (joins[k] == i && parsed[k].format == Format::accelerate) {
+        LaunchPlan launcher;
+        read_one(parsed[k], launcher, load, Attached{});
+        merge_launcher(plan, launcher);
+      }
+    }
+    plan_of[i] = plans.size();
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+}  // namespace oomplan

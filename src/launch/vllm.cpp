@@ -1,0 +1,762 @@
+// The `vllm serve` reader: a file holding the command line (shell words,
+// continuations, `python -m vllm.entrypoints.openai.api_server`, `docker run
+// vllm/vllm-openai`), and translate_vllm_flag for vLLM's spellings of
+// oomplan's options. Flag names and values follow vLLM's EngineArgs
+// (vllm/engine/arg_utils.py, add_cli_args) and its config classes
+// (vllm/config/cache.py, parallel.py, scheduler.py, model.py).
+
+#include "launch/internal.hpp"
+
+#include "oomplan/util/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace oomplan {
+namespace {
+
+using launch::echo;
+
+constexpr std::int64_t k_max_gpus = 100'000;
+constexpr std::int64_t k_max_tokens = 10'000'000;
+constexpr std::int64_t k_max_seqs = 1 << 20;
+
+// vLLM flags that do not take a value (argparse store_true /
+// BooleanOptionalAction in vllm/engine/arg_utils.py and
+// vllm/entrypoints/openai/cli_args.py).
+constexpr std::array k_vllm_switches = {
+    "--allow-credentials",
+    "--async-scheduling",
+    "--calculate-kv-scales",
+    "--disable-custom-all-reduce",
+    "--disable-fastapi-docs",
+    "--disable-frontend-multiprocessing",
+    "--disable-log-requests",
+    "--disable-log-stats",
+    "--disable-sliding-window",
+    "--disable-uvicorn-access-log",
+    "--enable-auto-tool-choice",
+    "--enable-chunked-prefill",
+    "--enable-expert-parallel",
+    "--enable-log-requests",
+    "--enable-lora",
+    "--enable-prefix-caching",
+    "--enable-prompt-embeds",
+    "--enable-prompt-tokens-details",
+    "--enable-request-id-headers",
+    "--enable-server-load-tracking",
+    "--enable-sleep-mode",
+    "--enforce-eager",
+    "--headless",
+    "--multi-step-stream-outputs",
+    "--no-enable-chunked-prefill",
+    "--no-enable-prefix-caching",
+    "--no-enforce-eager",
+    "--ray-workers-use-nsight",
+    "--return-tokens-as-token-ids",
+    "--skip-tokenizer-init",
+    "--trust-remote-code",
+};
+
+// vLLM flags that do not change GPU memory (server, tokenizer, logging,
+// scheduling policy, host-side swap) or that oomplan's vLLM model already
+// takes at vLLM's default (block size, CUDA graph capture, prefix caching).
+constexpr std::array k_vllm_unused = {
+    "--allow-credentials",
+    "--allowed-headers",
+    "--allowed-methods",
+    "--allowed-origins",
+    "--api-key",
+    "--api-server-count",
+    "--async-scheduling",
+    "--block-size",
+    "--chat-template",
+    "--chat-template-content-format",
+    "--code-revision",
+    "--collect-detailed-traces",
+    "--compilation-config",
+    "--config-format",
+    "--cuda-graph-sizes",
+    "--data-parallel-address",
+    "--data-parallel-rpc-port",
+    "--data-parallel-size-local",
+    "--data-parallel-start-rank",
+    "--device",
+    "--disable-custom-all-reduce",
+    "--disable-fastapi-docs",
+    "--disable-frontend-multiprocessing",
+    "--disable-log-requests",
+    "--disable-log-stats",
+    "--disable-uvicorn-access-log",
+    "--distributed-executor-backend",
+    "--download-dir",
+    "--enable-auto-tool-choice",
+    "--enable-chunked-prefill",
+    "--enable-expert-parallel",
+    "--enable-log-requests",
+    "--enable-prefix-caching",
+    "--enable-prompt-tokens-details",
+    "--enable-request-id-headers",
+    "--enable-server-load-tracking",
+    "--enable-sleep-mode",
+    "--generation-config",
+    "--guided-decoding-backend",
+    "--headless",
+    "--host",
+    "--ignore-patterns",
+    "--kv-events-config",
+    "--limit-mm-per-prompt",
+    "--load-format",
+    "--log-config-file",
+    "--lora-modules",
+    "--max-log-len",
+    "--max-logprobs",
+    "--max-long-partial-prefills",
+    "--max-num-partial-prefills",
+    "--max-parallel-loading-workers",
+    "--max-seq-len-to-capture",
+    "--middleware",
+    "--mm-processor-kwargs",
+    "--model-impl",
+    "--model-loader-extra-config",
+    "--multi-step-stream-outputs",
+    "--no-enable-chunked-prefill",
+    "--no-enable-prefix-caching",
+    "--no-enforce-eager",
+    "--num-scheduler-steps",
+    "--otlp-traces-endpoint",
+    "--override-generation-config",
+    "--port",
+    "--preemption-mode",
+    "--prefix-caching-hash-algo",
+    "--ray-workers-use-nsight",
+    "--reasoning-parser",
+    "--response-role",
+    "--return-tokens-as-token-ids",
+    "--revision",
+    "--root-path",
+    "--scheduler-delay-factor",
+    "--scheduling-policy",
+    "--seed",
+    "--served-model-name",
+    "--skip-tokenizer-init",
+    "--ssl-ca-certs",
+    "--ssl-cert-reqs",
+    "--ssl-certfile",
+    "--ssl-keyfile",
+    "--structured-outputs-config",
+    "--swap-space",
+    "--task",
+    "--tokenizer",
+    "--tokenizer-mode",
+    "--tokenizer-revision",
+    "--tool-call-parser",
+    "--tool-parser-plugin",
+    "--trust-remote-code",
+    "--uds",
+    "--use-tqdm-on-load",
+    "--uvicorn-log-level",
+    "-O",
+};
+
+// Memory-relevant vLLM flags oomplan does not model: an Error names them.
+struct Unmodelled {
+  std::string_view flag;
+  std::string_view why;
+};
+constexpr std::array k_vllm_unmodelled = {
+    Unmodelled{"--cpu-offload-gb",
+               "offloading weights to CPU RAM is not modelled; remove it or "
+               "set it to 0"},
+    Unmodelled{"--kv-cache-memory-bytes",
+               "a fixed KV-cache size is not modelled; use "
+               "--gpu-memory-utilization"},
+    Unmodelled{"--kv-cache-memory",
+               "a fixed KV-cache size is not modelled; use "
+               "--gpu-memory-utilization"},
+    Unmodelled{"--speculative-config",
+               "a speculative draft model's memory is not modelled"},
+    Unmodelled{"--speculative-model",
+               "a speculative draft model's memory is not modelled"},
+    Unmodelled{"--num-speculative-tokens",
+               "a speculative draft model's memory is not modelled"},
+    Unmodelled{"--enable-lora",
+               "LoRA adapter slots (max_loras x max_lora_rank) are not "
+               "modelled; plan the base model without --enable-lora"},
+    Unmodelled{"--max-loras", "LoRA adapter slots are not modelled"},
+    Unmodelled{"--max-lora-rank", "LoRA adapter slots are not modelled"},
+    Unmodelled{"--max-cpu-loras", "LoRA adapter slots are not modelled"},
+    Unmodelled{"--kv-transfer-config",
+               "disaggregated prefill (KV transfer) is not modelled"},
+    Unmodelled{"--hf-overrides",
+               "overriding the model's config changes its size; plan the "
+               "overridden config.json instead"},
+    Unmodelled{"--disable-sliding-window",
+               "a full-length KV cache for sliding-window layers is not "
+               "modelled"},
+    Unmodelled{"--rope-scaling",
+               "a RoPE-scaled context is not modelled; give --max-model-len"},
+};
+
+template <std::size_t N>
+bool contains(const std::array<const char*, N>& list, std::string_view s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+// "--tensor_parallel_size" and "--tensor-parallel-size" are the same flag to
+// vLLM's FlexibleArgumentParser (vllm/utils/argparse_utils.py).
+std::string normalize_flag(std::string_view flag) {
+  std::string out(flag);
+  if (out.rfind("--", 0) == 0) {
+    std::replace(out.begin() + 2, out.end(), '_', '-');
+  }
+  return out;
+}
+
+// vllm/engine/arg_utils.py human_readable_int: "32k" = 32,000, "32K" =
+// 32,768 (lowercase decimal, uppercase binary; "Ki" in newer releases).
+std::optional<std::int64_t> human_int(std::string_view text, std::int64_t hi) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  std::int64_t mult = 1;
+  std::string_view number = text;
+  bool decimal_ok = false;
+  const auto ends = [&](std::string_view suffix) {
+    return text.size() > suffix.size() &&
+           text.substr(text.size() - suffix.size()) == suffix;
+  };
+  if (ends("Ki") || ends("Mi") || ends("Gi")) {
+    mult = text[text.size() - 2] == 'K'   ? 1LL << 10
+           : text[text.size() - 2] == 'M' ? 1LL << 20
+                                          : 1LL << 30;
+    number = text.substr(0, text.size() - 2);
+  } else {
+    switch (text.back()) {
+      case 'k':
+        mult = 1000;
+        decimal_ok = true;
+        break;
+      case 'm':
+        mult = 1'000'000;
+        decimal_ok = true;
+        break;
+      case 'K':
+        mult = 1LL << 10;
+        break;
+      case 'M':
+        mult = 1LL << 20;
+        break;
+      default:
+        break;
+    }
+    if (mult != 1) {
+      number = text.substr(0, text.size() - 1);
+    }
+  }
+  if (const auto whole = launch::parse_int(number, 0, hi)) {
+    if (*whole > hi / mult) {
+      return std::nullopt;
+    }
+    return *whole * mult;
+  }
+  if (decimal_ok &&
+      number.find_first_not_of("0123456789.") == std::string_view::npos) {
+    if (const auto d = launch::parse_double(number)) {
+      const double v = *d * static_cast<double>(mult);
+      if (v >= 0 && v <= static_cast<double>(hi)) {
+        return static_cast<std::int64_t>(v);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void bad_value(std::string_view flag, std::string_view value,
+                            std::string_view valid) {
+  throw Error(fmt::format("{} {} is not valid; {}", flag, echo(value), valid));
+}
+
+std::string whole(std::string_view flag, std::string_view value,
+                  std::int64_t lo, std::int64_t hi) {
+  const auto v = launch::parse_int(value, lo, hi);
+  if (!v) {
+    bad_value(flag, value,
+              fmt::format("use a whole number from {} to {}", lo, hi));
+  }
+  return fmt::format("{}", *v);
+}
+
+std::string kv_dtype(std::string_view flag, std::string_view value) {
+  // vllm/config/cache.py CacheDType.
+  if (value == "auto") {
+    return "auto";
+  }
+  if (value == "fp8" || value == "fp8_e4m3" || value == "fp8_e5m2" ||
+      value == "fp8_inc") {
+    return "fp8";
+  }
+  if (value == "bfloat16" || value == "bf16") {
+    return "bf16";
+  }
+  if (value == "float16" || value == "half" || value == "fp16") {
+    return "fp16";
+  }
+  bad_value(flag, value,
+            "oomplan models auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2 and "
+            "fp8_inc (fp8_ds_mla's layout is not modelled)");
+}
+
+std::string quantization(std::string_view flag, std::string_view value) {
+  // vllm/model_executor/layers/quantization/__init__.py
+  // QUANTIZATION_METHODS; the Marlin kernels read the same AWQ/GPTQ layouts.
+  if (value == "awq" || value == "awq_marlin") {
+    return "awq";
+  }
+  if (value == "gptq" || value == "gptq_marlin") {
+    return "gptq";
+  }
+  if (value == "fp8" || value == "fbgemm_fp8" || value == "ptpc_fp8") {
+    return "fp8";
+  }
+  if (value == "mxfp4") {
+    return "mxfp4";
+  }
+  // bitsandbytes holds NF4 with fp32 absmax per 64-block on the GPU: vLLM
+  // quantizes in flight with quantize_4bit(quant_type="nf4",
+  // compress_statistics=True) and then dequantize_dq() expands the nested
+  // absmax back to fp32 at load, for pre-quantized checkpoints too
+  // (vllm/model_executor/model_loader/bitsandbytes_loader.py).
+  if (value == "bitsandbytes") {
+    return "nf4-nodq";
+  }
+  // The checkpoint's own quantization_config says the format.
+  if (value == "compressed-tensors" || value == "modelopt" ||
+      value == "modelopt_fp4" || value == "None" || value == "none") {
+    return "auto";
+  }
+  bad_value(flag, value,
+            "oomplan models awq, awq_marlin, gptq, gptq_marlin, fp8, "
+            "fbgemm_fp8, ptpc_fp8, mxfp4, bitsandbytes, compressed-tensors and "
+            "modelopt");
+}
+
+// Shell words of every command in `text`.
+std::vector<std::vector<std::string>> split_commands(std::string_view text,
+                                                     std::string_view origin) {
+  std::vector<std::vector<std::string>> commands(1);
+  std::string word;
+  bool in_word = false;
+  auto end_word = [&] {
+    if (in_word) {
+      commands.back().push_back(word);
+    }
+    word.clear();
+    in_word = false;
+  };
+  auto end_command = [&] {
+    end_word();
+    if (!commands.back().empty()) {
+      commands.emplace_back();
+    }
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '\\') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        i += 2;
+        continue;
+      }
+      if (i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
+        i += 3;
+        continue;
+      }
+      if (i + 1 < text.size()) {
+        word += text[i + 1];
+        in_word = true;
+      }
+      i += 2;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      const std::size_t start = i;
+      in_word = true;
+      ++i;
+      while (i < text.size() && text[i] != c) {
+        if (c == '"' && text[i] == '\\' && i + 1 < text.size() &&
+            std::string_view("\"\\$`\n").find(text[i + 1]) !=
+                std::string_view::npos) {
+          if (text[i + 1] != '\n') {
+            word += text[i + 1];
+          }
+          i += 2;
+          continue;
+        }
+        word += text[i];
+        ++i;
+      }
+      if (i >= text.size()) {
+        const auto line =
+            1 + std::count(text.begin(),
+                           text.begin() + static_cast<long>(start), '\n');
+        throw Error(fmt::format(
+            "{}: line {}: a {} quote is not closed; close it or remove it",
+            origin, line, c == '"' ? "double" : "single"));
+      }
+      ++i;
+      continue;
+    }
+    if (c == '#' && !in_word) {
+      while (i < text.size() && text[i] != '\n') {
+        ++i;
+      }
+      continue;
+    }
+    if (c == '\n' || c == ';' || c == '|' || c == '&') {
+      end_command();
+      ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      end_word();
+      ++i;
+      continue;
+    }
+    word += c;
+    in_word = true;
+    ++i;
+  }
+  end_word();
+  if (commands.back().empty()) {
+    commands.pop_back();
+  }
+  return commands;
+}
+
+bool is_assignment(const std::string& w) {
+  const auto eq = w.find('=');
+  return eq != std::string::npos && eq > 0 && w[0] != '-' &&
+         w.find_first_not_of(
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv"
+             "wxyz0123456789_") == eq;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.substr(s.size() - suffix.size()) == suffix;
+}
+
+struct Entry {
+  std::vector<std::string> args;  // after the program
+  std::vector<std::string> env;   // NAME=value words before it
+  bool serve = false;             // `vllm serve`: the first word may be MODEL
+};
+
+// Finds the vLLM server in one command; nullopt when it is something else.
+std::optional<Entry> find_entry(const std::vector<std::string>& words) {
+  Entry entry;
+  std::size_t i = 0;
+  while (i < words.size() &&
+         (is_assignment(words[i]) || words[i] == "exec" ||
+          words[i] == "nohup" || words[i] == "env" || words[i] == "time" ||
+          words[i] == "uvx" || words[i] == "sudo")) {
+    if (is_assignment(words[i])) {
+      entry.env.push_back(words[i]);
+    }
+    ++i;
+  }
+  if (i + 1 < words.size() && words[i] == "uv" && words[i + 1] == "run") {
+    i += 2;
+  }
+  if (i >= words.size()) {
+    return std::nullopt;
+  }
+  const std::string& program = words[i];
+  if ((program == "vllm" || ends_with(program, "/vllm")) &&
+      i + 1 < words.size() && words[i + 1] == "serve") {
+    entry.serve = true;
+    entry.args.assign(words.begin() + static_cast<long>(i) + 2, words.end());
+    return entry;
+  }
+  const bool python = program.find("python") != std::string::npos;
+  if (python) {
+    for (std::size_t k = i + 1; k + 1 < words.size(); ++k) {
+      if (words[k] == "-m" &&
+          (words[k + 1] == "vllm.entrypoints.openai.api_server" ||
+           words[k + 1] == "vllm.entrypoints.api_server")) {
+        entry.args.assign(words.begin() + static_cast<long>(k) + 2,
+                          words.end());
+        return entry;
+      }
+      if (words[k] == "-m" && words[k + 1] == "vllm.entrypoints.cli.main" &&
+          k + 2 < words.size() && words[k + 2] == "serve") {
+        entry.serve = true;
+        entry.args.assign(words.begin() + static_cast<long>(k) + 3,
+                          words.end());
+        return entry;
+      }
+    }
+    return std::nullopt;
+  }
+  if (program == "docker" || program == "podman") {
+    // The vllm/vllm-openai image's entrypoint is the OpenAI server: the
+    // words after the image are its arguments (vLLM docs, deployment/docker).
+    for (std::size_t k = i + 1; k < words.size(); ++k) {
+      if (words[k].rfind("vllm/vllm-openai", 0) == 0) {
+        entry.args.assign(words.begin() + static_cast<long>(k) + 1,
+                          words.end());
+        return entry;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool is_redirect(const std::string& w) {
+  const std::size_t k = w.find_first_not_of("0123456789");
+  return k != std::string::npos && (w[k] == '>' || w[k] == '<');
+}
+
+}  // namespace
+
+std::vector<std::string> split_shell_words(std::string_view text,
+                                           std::string_view origin) {
+  auto commands = split_commands(text, origin);
+  if (commands.empty()) {
+    return {};
+  }
+  return commands.front();
+}
+
+bool vllm_flag_takes_value(std::string_view flag) {
+  const std::string f = normalize_flag(flag);
+  if (f.find('=') != std::string::npos) {
+    return false;
+  }
+  return !contains(k_vllm_switches, f);
+}
+
+std::optional<LaunchOption> translate_vllm_flag(std::string_view flag_in,
+                                                std::string_view value_in) {
+  std::string flag = normalize_flag(flag_in);
+  std::string value(value_in);
+  if (const auto eq = flag.find('='); eq != std::string::npos) {
+    value = flag.substr(eq + 1);
+    flag.resize(eq);
+  }
+  // vllm/config/parallel.py ParallelConfig.
+  if (flag == "--tensor-parallel-size" || flag == "-tp") {
+    return LaunchOption{"--tp", whole(flag, value, 1, k_max_gpus), ""};
+  }
+  if (flag == "--pipeline-parallel-size" || flag == "-pp") {
+    return LaunchOption{"--pp", whole(flag, value, 1, k_max_gpus), ""};
+  }
+  // vllm/config/cache.py CacheConfig.gpu_memory_utilization: (0, 1].
+  if (flag == "--gpu-memory-utilization") {
+    const auto v = launch::parse_double(value);
+    if (!v || !(*v > 0 && *v <= 1)) {
+      bad_value(flag, value, "use a fraction above 0 and at most 1, e.g. 0.9");
+    }
+    return LaunchOption{"--gpu-util", launch::number_text(*v), ""};
+  }
+  if (flag == "--max-model-len") {
+    if (value == "auto" || value == "-1") {
+      bad_value(flag, value,
+                "oomplan plans a stated length; give the length to check "
+                "(e.g. 32768), and the plan reports the longest that fits");
+    }
+    const auto v = human_int(value, k_max_tokens);
+    if (!v || *v < 1) {
+      bad_value(flag, value,
+                "use a token count from 1 to 10000000, e.g. 32768 or 32k");
+    }
+    return LaunchOption{"--max-model-len", fmt::format("{}", *v), ""};
+  }
+  if (flag == "--max-num-batched-tokens") {
+    const auto v = human_int(value, k_max_tokens);
+    if (!v || *v < 1) {
+      bad_value(flag, value, "use a token count from 1 to 10000000");
+    }
+    return LaunchOption{"--max-num-batched-tokens", fmt::format("{}", *v), ""};
+  }
+  if (flag == "--max-num-seqs") {
+    return LaunchOption{"--max-num-seqs", whole(flag, value, 1, k_max_seqs),
+                        ""};
+  }
+  if (flag == "--kv-cache-dtype") {
+    return LaunchOption{"--kv-dtype", kv_dtype(flag, value), ""};
+  }
+  if (flag == "--enforce-eager") {
+    return LaunchOption{"--enforce-eager", "", ""};
+  }
+  if (flag == "--quantization" || flag == "-q") {
+    return LaunchOption{"--quant", quantization(flag, value), ""};
+  }
+  // vllm/config/model.py ModelDType: auto, half, float16, bfloat16, float,
+  // float32. "auto" is the checkpoint's dtype, which is what oomplan's own
+  // --dtype default stands for: nothing to translate.
+  if (flag == "--dtype") {
+    if (value == "auto") {
+      return std::nullopt;
+    }
+    if (value == "bfloat16" || value == "bf16") {
+      return LaunchOption{"--dtype", "bf16", ""};
+    }
+    if (value == "half" || value == "float16" || value == "fp16") {
+      return LaunchOption{"--dtype", "fp16", ""};
+    }
+    if (value == "float" || value == "float32" || value == "fp32") {
+      return LaunchOption{"--dtype", "fp32", ""};
+    }
+    bad_value(flag, value, "use auto, bfloat16, float16, half, float32");
+  }
+  for (const auto& u : k_vllm_unmodelled) {
+    if (flag == u.flag) {
+      if (flag == "--cpu-offload-gb" && launch::parse_double(value) &&
+          *launch::parse_double(value) == 0) {
+        return std::nullopt;
+      }
+      throw Error(fmt::format("{}: {}", flag, u.why));
+    }
+  }
+  return std::nullopt;
+}
+
+namespace launch {
+
+void read_vllm(std::string_view text, LaunchPlan& plan) {
+  const auto commands = split_commands(text, plan.file);
+  std::optional<Entry> entry;
+  for (const auto& words : commands) {
+    entry = find_entry(words);
+    if (entry) {
+      break;
+    }
+  }
+  if (!entry) {
+    throw Error(fmt::format(
+        "{}: holds no `vllm serve` command; write `vllm serve MODEL "
+        "[--flags]` or `python -m vllm.entrypoints.openai.api_server --model "
+        "MODEL [--flags]`",
+        plan.file));
+  }
+  for (const auto& e : entry->env) {
+    if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) {
+      plan.notes.push_back(fmt::format(
+          "{} selects the GPUs; vLLM uses tensor x pipeline x data parallel "
+          "of them",
+          e));
+    }
+  }
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t dp = 1;
+  const auto& args = entry->args;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string word = args[i];
+    if (is_redirect(word)) {
+      if (word.find_first_not_of("0123456789<>&") == std::string::npos &&
+          word.back() != '1' && word.back() != '2') {
+        ++i;  // `> file`: the next word is the file
+      }
+      continue;
+    }
+    if (word.empty() || word[0] != '-' || word == "-") {
+      if (i == 0 && entry->serve && plan.model.empty()) {
+        plan.model = word;
+        plan.model_key = "MODEL";
+        continue;
+      }
+      throw Error(fmt::format(
+          "{}: {}: a word that is not a flag or the model; vLLM would refuse "
+          "it too",
+          plan.file, echo(word)));
+    }
+    std::string flag = normalize_flag(word);
+    std::string value;
+    bool has_value = false;
+    if (const auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      has_value = true;
+    } else if (!contains(k_vllm_switches, flag) && i + 1 < args.size() &&
+               (args[i + 1].empty() || args[i + 1][0] != '-' ||
+                launch::parse_double(args[i + 1]))) {
+      value = args[++i];
+      has_value = true;
+    }
+    if (value.find('$') != std::string::npos &&
+        !contains(k_vllm_unused, flag)) {
+      throw Error(fmt::format(
+          "{}: {}: {} is a shell variable; oomplan reads the file as written, "
+          "so write the value",
+          plan.file, flag, echo(value)));
+    }
+    if (flag == "--model") {
+      plan.model = value;
+      plan.model_key = "--model";
+      continue;
+    }
+    if (flag == "--config") {
+      throw Error(fmt::format(
+          "{}: --config: vLLM's YAML config is not read; put its settings on "
+          "the command line",
+          plan.file));
+    }
+    if (flag == "--data-parallel-size" || flag == "-dp") {
+      dp = std::stoll(whole(flag, value, 1, k_max_gpus));
+      continue;
+    }
+    if (!has_value && contains(k_vllm_switches, flag) == false &&
+        (flag == "--tensor-parallel-size" || flag == "-tp" ||
+         flag == "--gpu-memory-utilization" || flag == "--max-model-len")) {
+      throw Error(
+          fmt::format("{}: {}: the flag needs a value", plan.file, flag));
+    }
+    std::optional<LaunchOption> option;
+    try {
+      option = translate_vllm_flag(flag, value);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", plan.file, e.what()));
+    }
+    if (option) {
+      if (option->flag == "--tp") {
+        tp = std::stoll(option->value);
+      } else if (option->flag == "--pp") {
+        pp = std::stoll(option->value);
+      }
+      option->key = flag;
+      set_option(plan, option->flag, option->value, option->key);
+      continue;
+    }
+    if (flag == "--dtype" || flag == "--cpu-offload-gb" ||
+        contains(k_vllm_unused, flag)) {
+      plan.unused_keys.push_back(flag);
+      continue;
+    }
+    plan.unknown_keys.push_back(flag);
+  }
+  if (plan.model.empty()) {
+    throw Error(fmt::format(
+        "{}: names no model; give it after `vllm serve` or with --model",
+        plan.file));
+  }
+  if (tp * pp * dp > k_max_gpus) {
+    throw Error(fmt::format(
+        "{}: tensor x pipeline x data parallel = {} GPUs is more than {}",
+        plan.file, tp * pp * dp, k_max_gpus));
+  }
+  plan.gpus = static_cast<int>(tp * pp * dp);
+  if (dp > 1) {
+    plan.notes.push_back(fmt::format(
+        "--data-parallel-size {}: {} engine replicas of {} GPUs each; each "
+        "GPU holds what one replica's GPU holds",
+        dp, dp, tp * pp));
+  }
+}
+
+}  // namespace launch
+}  // namespace oomplan

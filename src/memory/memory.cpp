@@ -1,0 +1,68 @@
+#include "oomplan/memory/memory.hpp"
+
+#include "memory/internal.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace oomplan {
+
+std::string_view phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::load:
+      return "load";
+    case Phase::prefill:
+      return "prefill";
+    case Phase::decode:
+      return "decode";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::optimizer_step:
+      return "optimizer_step";
+  }
+  return "load";
+}
+
+void Budget::add(std::string_view name, Bytes bytes, std::string_view formula) {
+  if (count < components.size()) {
+    components[count++] = Component{name, bytes, formula};
+  }
+}
+
+Bytes Budget::bytes_of(std::string_view name) const {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (components[i].name == name) {
+      return components[i].bytes;
+    }
+  }
+  return 0;
+}
+
+Bytes Budget::total_bytes() const {
+  Bytes total = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    total += components[i].bytes;
+  }
+  return total;
+}
+
+Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup) {
+  Budget budget;
+  budget.capacity_bytes = gpu.capacity_bytes;
+  budget.usable_bytes = gpu.capacity_bytes;
+  budget.margin_bytes = setup.min_headroom_bytes;
+  budget.host_capacity_bytes = setup.host_ram_bytes;
+  if (setup.training()) {
+    add_training(model, gpu, setup, budget);
+  } else {
+    add_inference(model, gpu, setup, budget);
+  }
+  if (budget.fits() && !budget.fits_with_margin()) {
+    budget.warnings |= static_cast<unsigned>(Warning::low_headroom);
+  }
+  return budget;
+}
+
+}  // namespace oomplan

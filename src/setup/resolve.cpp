@@ -1,0 +1,117 @@
+#include "oomplan/setup/resolve.hpp"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+// resolve() is the only place a default is derived from the model, the card
+// or another field; everything downstream sees a Resolved.
+
+namespace oomplan {
+
+namespace {
+
+// Tensor and pipeline parallel sizes. Inference spreads one replica over a
+// node's GPUs (vLLM and transformers tp_plan); training starts
+// data-parallel. device_map="auto" runs one process holding whole layers per
+// GPU.
+std::pair<int, int> tp_pp(const Setup& s) {
+  if (s.split_layers) {
+    return {1, 1};
+  }
+  return {
+      s.tp.value_or(s.training() ? 1 : std::max(1, s.gpus / std::max(1, s.pp))),
+      s.pp};
+}
+
+}  // namespace
+
+int resolved_dp(const Setup& setup) {
+  const auto [tp, pp] = tp_pp(setup);
+  return setup.total_gpus() / (tp * pp * setup.cp);
+}
+
+Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
+  Resolved r;
+  r.gpus = s.gpus;
+  r.nodes = s.nodes;
+  r.mode = s.mode;
+  r.engine = s.engine;
+  r.seq = s.seq;
+  r.batch = s.batch;
+  r.dtype = s.dtype;
+  r.kv_dtype = s.kv_dtype.value_or(s.dtype);
+  r.pp = s.pp;
+  r.cp = s.cp;
+  r.split_layers = s.split_layers;
+  r.sequence_parallel = s.sequence_parallel;
+  r.fsdp = s.fsdp;
+  r.fsdp_version = s.fsdp_version.value_or(k_default_fsdp_version);
+  r.offload = s.offload;
+  r.checkpointing = s.checkpointing;
+  r.checkpoint_every = s.checkpoint_every;
+  r.attn = s.attn;
+  r.precision = s.precision;
+  r.optimizer = s.optimizer;
+  r.compile = s.compile;
+  r.float8 = s.float8;
+  r.prepare_kbit = s.prepare_kbit;
+  r.lora_rank = s.lora_rank;
+  r.lora_targets = s.lora_targets;
+  r.optimizer_in_bwd = s.optimizer_in_bwd;
+  r.loss = s.loss;
+  r.activation_offload = s.activation_offload;
+  r.grad_accum = s.grad_accum;
+  r.gpu_util = s.gpu_util;
+  r.enforce_eager = s.enforce_eager;
+  r.vllm_version = s.vllm_version;
+  r.vllm_release = s.vllm_release.value_or(vllm_era_release(s.vllm_version));
+  r.overhead_gib = s.overhead_gib;
+  r.reserve = s.reserve;
+  r.price = s.price;
+  const double capacity = static_cast<double>(gpu.capacity_bytes);
+  if (s.min_headroom_gib) {
+    r.min_headroom_bytes =
+        round_bytes(*s.min_headroom_gib * static_cast<double>(k_gib));
+  } else if (s.min_headroom_share) {
+    r.min_headroom_bytes = round_bytes(*s.min_headroom_share * capacity);
+  } else if (s.engine != Engine::vllm || s.training()) {
+    r.min_headroom_bytes = round_bytes(k_low_headroom_share * capacity);
+  }
+  if (s.host_ram_gib) {
+    r.host_ram_bytes =
+        round_bytes(*s.host_ram_gib * static_cast<double>(k_gib));
+  }
+
+  std::tie(r.tp, r.pp) = tp_pp(s);
+  r.zero = s.zero.value_or(s.fsdp ? 3 : 0);
+  // --quant auto: the checkpoint's own format; QLoRA's base is NF4.
+  r.quant = s.quant;
+  if (r.quant == Quant::automatic) {
+    r.quant = s.mode == Mode::qlora ? Quant::nf4 : model.checkpoint_quant;
+  }
+  if (r.quant == Quant::automatic) {
+    r.quant = Quant::none;
+  }
+  // --seq, but never past the model's context: vLLM's own default is the
+  // derived max_model_len (config.py _get_and_verify_max_len), and an
+  // explicit longer one is refused at start-up. The plan warns
+  // (seq_beyond_context) when --seq exceeds the context.
+  r.max_model_len = s.max_model_len.value_or(
+      model.max_position_embeddings > 0
+          ? std::min(s.seq, model.max_position_embeddings)
+          : s.seq);
+  // vLLM: the engine the release runs for this model, card and precision,
+  // then its scheduler defaults (vllm.hpp).
+  r.vllm_engine =
+      vllm_engine_of(model, gpu, r.vllm_release, r.dtype, r.kv_dtype, r.quant);
+  r.max_num_seqs = s.max_num_seqs.value_or(
+      vllm_default_max_num_seqs(gpu, r.vllm_release, r.vllm_engine));
+  r.max_num_batched_tokens =
+      s.max_num_batched_tokens.value_or(vllm_default_batched_tokens(
+          model, gpu, r.vllm_release, r.vllm_engine, r.max_model_len));
+  r.p2p = resolve_p2p(s.p2p, gpu, r.tp, r.gpus);
+  return r;
+}
+
+}  // namespace oomplan

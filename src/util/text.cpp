@@ -1,0 +1,124 @@
+#include "oomplan/util/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+
+namespace oomplan {
+namespace {
+
+// The length of the UTF-8 sequence starting at `s[i]` and its code point, or
+// 0 when the bytes there are not well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF).
+std::size_t utf8_sequence(std::string_view s, std::size_t i,
+                          std::uint32_t& code) {
+  const auto byte = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(s[k]));
+  };
+  const std::uint32_t lead = byte(i);
+  std::size_t length = 0;
+  std::uint32_t min = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+    code = lead & 0x1fU;
+    min = 0x80;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    code = lead & 0x0fU;
+    min = 0x800;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    code = lead & 0x07U;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + length > s.size()) {
+    return 0;
+  }
+  for (std::size_t k = 1; k < length; ++k) {
+    const std::uint32_t next = byte(i + k);
+    if ((next & 0xc0U) != 0x80U) {
+      return 0;
+    }
+    code = (code << 6U) | (next & 0x3fU);
+  }
+  if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+    return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+std::string escape_for_message(std::string_view text) {
+  return escape_for_message(text, k_max_echo_bytes);
+}
+
+std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes) + 16);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (i >= max_bytes) {
+      fmt::format_to(std::back_inserter(out), "...({} more bytes)",
+                     text.size() - i);
+      break;
+    }
+    const auto ch = static_cast<unsigned char>(text[i]);
+    if (ch < 0x80) {
+      if (ch == '\n') {
+        out += "\\n";
+      } else if (ch == '\t') {
+        out += "\\t";
+      } else if (ch == '\r') {
+        out += "\\r";
+      } else if (ch < 0x20 || ch == 0x7f) {
+        fmt::format_to(std::back_inserter(out), "\\x{:02x}", ch);
+      } else {
+        out += static_cast<char>(ch);
+      }
+      ++i;
+      continue;
+    }
+    std::uint32_t code = 0;
+    const std::size_t length = utf8_sequence(text, i, code);
+    if (length == 0) {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", ch);
+      ++i;
+      continue;
+    }
+    // C1 controls (U+0080-U+009F, e.g. NEL) and the Unicode line and
+    // paragraph separators break lines in some terminals and viewers.
+    if (code <= 0x9f || code == 0x2028 || code == 0x2029) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", code);
+    } else {
+      out.append(text.substr(i, length));
+    }
+    i += length;
+  }
+  return out;
+}
+
+std::string shell_word(const std::string& word) {
+  const bool safe =
+      !word.empty() && word.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
+                           "XYZ0123456789-_./:@+,=") == std::string::npos;
+  if (safe) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+}  // namespace oomplan
