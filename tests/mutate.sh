@@ -21,19 +21,19 @@ jobs=${MUTATE_JOBS:-2}
 
 # file | exact text of the line (one occurrence) | replacement | what it breaks
 mutants=$(cat <<'EOF'
-src/memory/common.cpp|  const bool block_fp8 = quant == Quant::fp8 &&|  const bool block_fp8 = false && quant == Quant::fp8 &&|DeepSeek-V3 block-scaled FP8 weights
+src/memory/weights.cpp|  return quant == Quant::fp8 && m.checkpoint_quant == Quant::fp8 &&|  return false && quant == Quant::fp8 && m.checkpoint_quant == Quant::fp8 &&|DeepSeek-V3 block-scaled FP8 weights
 src/setup/options.cpp|      if (!(value > 0 && value <= 1)) {|      if (false) {|--gpu-util range check
 src/setup/validate.cpp|  if (s.engine == Engine::vllm && s.training()) {|  if (false) {|vLLM cannot train
 include/oomplan/setup/setup.hpp|inline constexpr double k_low_headroom_share = 0.05;|inline constexpr double k_low_headroom_share = 0.50;|low-headroom warning threshold
 src/memory/vllm.cpp|    base = gib_bytes(samples ? 0.25 : 0.07);|    base = gib_bytes(samples ? 0.45 : 0.07);|vLLM V1 non-torch memory (TP1)
-src/memory/train.cpp|constexpr double k_train_reserve = 0.08;|constexpr double k_train_reserve = 0.09;|training allocator reserve
+src/memory/overhead.cpp|constexpr double k_train_reserve = 0.08;|constexpr double k_train_reserve = 0.09;|training allocator reserve
 src/setup/validate.cpp|  if (s.engine == Engine::vllm && s.split_layers) {|  if (false) {|--split layers with vLLM
 src/setup/validate.cpp|  if (r.split_layers && r.gpus > layers) {|  if (false) {|--split layers: more GPUs than layers
-src/memory/common.cpp|    per_layer = 2 * heads * m.head_dim * bytes;|    per_layer = 1 * heads * m.head_dim * bytes;|KV cache holds K and V
-src/memory/infer.cpp|  const double reserve = s.reserve.value_or(0.05);|  const double reserve = s.reserve.value_or(0.04);|inference allocator reserve
-src/memory/common.cpp|      return params * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0));|      return params * (0.5 + 1.0 / 32.0 + 4.0 / (64.0 * 256.0));|NF4 block-64 absmax
-src/memory/common.cpp|      return params * (0.5 + 1.0 / 32.0);|      return params * (0.5 + 1.0 / 16.0);|MXFP4 scale per 32 values
-src/memory/common.cpp|  Bytes bytes = 400 * k_mib;|  Bytes bytes = 500 * k_mib;|CUDA context size
+src/memory/kv_cache.cpp|    per_layer = 2 * heads * m.head_dim * bytes;|    per_layer = 1 * heads * m.head_dim * bytes;|KV cache holds K and V
+src/memory/overhead.cpp|  return setup.reserve.value_or(0.05);|  return setup.reserve.value_or(0.04);|inference allocator reserve
+src/memory/weights.cpp|      return params * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0));|      return params * (0.5 + 1.0 / 32.0 + 4.0 / (64.0 * 256.0));|NF4 block-64 absmax
+src/memory/weights.cpp|      return params * (0.5 + 1.0 / 32.0);|      return params * (0.5 + 1.0 / 16.0);|MXFP4 scale per 32 values
+src/memory/overhead.cpp|  Bytes bytes = 400 * k_mib;|  Bytes bytes = 500 * k_mib;|CUDA context size
 include/oomplan/model/capability.hpp|inline constexpr int k_cc_ampere = 80;|inline constexpr int k_cc_ampere = 75;|flash attention / bf16 need sm80
 include/oomplan/model/capability.hpp|inline constexpr int k_gpus_per_node = 8;|inline constexpr int k_gpus_per_node = 4;|8 GPUs per node
 src/setup/vllm_engine.cpp|  return big_card(gpu) && !device_name_has(gpu, "a100") ? 8192 : 2048;|  return big_card(gpu) && !device_name_has(gpu, "a100") ? 8192 : 4096;|vLLM V1 default scheduler budget
@@ -42,9 +42,9 @@ src/setup/resolve.cpp|  r.zero = s.zero.value_or(s.fsdp ? 3 : 0);|  r.zero = s.z
 src/setup/validate.cpp|  if (model.num_heads > 0 && model.num_heads % r.tp != 0) {|  if (false) {|tp divides the attention heads
 include/oomplan/plan/fix.hpp|inline constexpr double k_advise_headroom_share = 0.10;|inline constexpr double k_advise_headroom_share = 0.0;|fixes for tight plans
 src/model/model.cpp|  return end / model.moe_every - from / model.moe_every;|  return end / model.moe_every - from / model.moe_every + 1;|MoE layers in a span
-src/memory/vllm.cpp|        vllm_release(0, 10, 0) <= version && version <= vllm_release(0, 11, 0);|        vllm_release(0, 10, 0) <= version && version < vllm_release(0, 11, 0);|0.11.0 pads encoder outputs to the budget
-src/memory/vllm.cpp|      (len * len + dbl(m.vision_intermediate_layers) * len * hv + len * layer));|      (dbl(m.vision_intermediate_layers) * len * hv + len * layer));|mllama's L x L attention mask
-src/memory/vllm.cpp|                                newer_video ? 1 : 0, newer_video ? 14 : 16)|                                newer_video ? 1 : 0, newer_video ? 16 : 16)|0.11's 14-frame video cap
+src/memory/vllm_vision.cpp|      vllm_release(0, 10, 0) <= version && version <= vllm_release(0, 11, 0);|      vllm_release(0, 10, 0) <= version && version < vllm_release(0, 11, 0);|0.11.0 pads encoder outputs to the budget
+src/memory/vllm_vision.cpp|      (len * len + as_double(m.vision_intermediate_layers) * len * hv +|      (as_double(m.vision_intermediate_layers) * len * hv +|mllama's L x L attention mask
+src/memory/vllm_vision.cpp|                      newer ? 1 : 0, newer ? 14 : 16);|                      newer ? 1 : 0, newer ? 16 : 16);|0.11's 14-frame video cap
 src/advice/search.cpp|  const bool offload_shown = without_offload < constraints.top;|  const bool offload_shown = without_offload < constraints.top - 1;|fit searches offload while it can rank in --top
 src/advice/search.cpp|        out[d] = static_cast<std::uint8_t>(knobs[d].frugal);|        out[d] = 0;|the relaxation is a lower bound (side knobs frugal)
 src/setup/options.cpp|  if (text == "false") {|  if (text == "0") {|a flag given =false is off

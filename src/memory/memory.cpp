@@ -1,3 +1,5 @@
+// memory(): one budget from a resolved setup, and the Budget's own methods.
+
 #include "oomplan/memory/memory.hpp"
 
 #include "memory/internal.hpp"
@@ -55,9 +57,9 @@ Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup) {
   budget.margin_bytes = setup.min_headroom_bytes;
   budget.host_capacity_bytes = setup.host_ram_bytes;
   if (setup.training()) {
-    add_training(model, gpu, setup, budget);
+    memory_terms::add_training(model, gpu, setup, budget);
   } else {
-    add_inference(model, gpu, setup, budget);
+    memory_terms::add_inference(model, gpu, setup, budget);
   }
   if (budget.fits() && !budget.fits_with_margin()) {
     budget.warnings |= static_cast<unsigned>(Warning::low_headroom);

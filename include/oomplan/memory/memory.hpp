@@ -174,8 +174,8 @@ struct Budget {
 // the most loaded GPU's budget.
 Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup);
 
-// --- Terms shared by several modes (memory/common.cpp)
-// ----------------------------------
+// --- Terms shared by several modes (memory/weights.cpp, kv_cache.cpp,
+// overhead.cpp; the other terms are private: src/memory/internal.hpp)
 
 // Weight bytes per GPU for the resolved quant (embeddings and lm_head
 // unquantized where the engine leaves them), split by tp (setup.tp; pass

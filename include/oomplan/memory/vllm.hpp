@@ -4,10 +4,10 @@
 // scheduler defaults are in setup/vllm_engine.hpp): what its start-up profiler
 // counts, the non-torch memory of tensor parallelism (custom all-reduce, NCCL),
 // the CUDA-graph capture list and the hybrid (attention + state-space) KV pool.
-// Pure functions of plain values; memory/infer.cpp composes them. Each rule
-// names the vLLM source and the releases it holds for (the spec with the
-// sources is /work/notes/vllm12-spec.md, summarised in README's accuracy
-// section).
+// Pure functions of plain values; memory/vllm_profile.cpp and infer.cpp
+// compose them. Each rule names the vLLM source and the releases it holds for
+// (the spec with the sources is /work/notes/vllm12-spec.md, summarised in
+// README's accuracy section).
 
 #include "oomplan/model/dtype.hpp"
 #include "oomplan/model/gpu.hpp"

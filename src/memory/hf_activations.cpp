@@ -1,0 +1,98 @@
+// transformers generate (PyTorch eager) at its peak, the prefill: the largest
+// transient of one decoder layer over the prompt, the hidden states between
+// layers, and the last position's logits.
+
+#include "memory/internal.hpp"
+
+#include <algorithm>
+
+namespace oomplan::memory_terms {
+
+double hf_hidden_buffers(const Model& m, const Resolved& s) {
+  // Residual stream, normed input and the layer output (LlamaDecoderLayer).
+  const double t = as_double(s.batch) * as_double(s.seq);
+  return 3.0 * t * as_double(m.hidden_size) * dtype_bytes(s.dtype);
+}
+
+double hf_attention_transient(const Model& m, const Resolved& s) {
+  const double d = dtype_bytes(s.dtype);
+  const int tp = s.tp;
+  const double b = as_double(s.batch);
+  const double seq = as_double(s.seq);
+  const double t = b * seq;
+  const double heads = as_double(m.num_heads) / tp;
+  const double qk_dim = m.kv_lora_rank > 0
+                            ? as_double(m.qk_nope_head_dim + m.qk_rope_head_dim)
+                            : as_double(m.head_dim);
+  const double kvh =
+      m.kv_lora_rank > 0 ? heads : as_double(kv_heads_per_gpu(m, tp));
+  // q, k, v projections and the attention output; eager expands K/V to every
+  // query head (repeat_kv in modeling_llama). sdpa passes enable_gqa instead
+  // when no padding mask is needed (sdpa_attention.py use_gqa_in_sdpa) and
+  // flash reads the KV heads directly.
+  double attention = t * (2.0 * heads + 2.0 * kvh) * qk_dim * d;
+  if (s.attn == Attn::eager) {
+    attention += 2.0 * t * heads * qk_dim * d;
+    // eager_attention_forward: q.k^T scores b x heads x s^2 in dtype; the
+    // masked copy, the fp32 softmax and its cast back each allocate while the
+    // previous tensor is still referenced, so the peak holds 2 x dtype + 4 B
+    // per score, plus the 4D causal mask b x s^2 in dtype.
+    attention += b * heads * seq * seq * (2.0 * d + 4.0) + b * seq * seq * d;
+  }
+  return attention;
+}
+
+double hf_mlp_transient(const Model& m, const Resolved& s) {
+  const double d = dtype_bytes(s.dtype);
+  const int tp = s.tp;
+  const double t = as_double(s.batch) * as_double(s.seq);
+  const double h = as_double(m.hidden_size);
+  // MLP: down(act(gate(x)) * up(x)) holds act(gate), up and their product
+  // (gated, 3 x I); GELU MLPs hold fc1 and its activation (2 x I).
+  const double matrices = m.mlp == MlpKind::gated ? 3.0 : 2.0;
+  const double mlp = matrices * t * as_double(m.intermediate_size) / tp * d;
+  if (m.num_experts == 0) {
+    return mlp;
+  }
+  // HF MoE blocks loop over experts: the fp32 router logits, the output
+  // accumulator and one expert's MLP over its tokens (taken as all tokens, a
+  // bound), plus shared experts over every token.
+  const double shared_i = as_double(m.num_shared_experts) *
+                          as_double(m.shared_expert_intermediate_size > 0
+                                        ? m.shared_expert_intermediate_size
+                                        : m.moe_intermediate_size);
+  const double moe =
+      t * as_double(m.num_experts) * 4.0 + t * h * d +
+      matrices * t * as_double(m.moe_intermediate_size) / tp * d +
+      matrices * t * shared_i / tp * d;
+  return std::max(mlp, moe);
+}
+
+double nf4_dequant_transient(const Model& m, const Resolved& s) {
+  if (s.quant != Quant::nf4 && s.quant != Quant::nf4_nodq) {
+    return 0;
+  }
+  // bitsandbytes 4-bit layers dequantize their weight to dtype before the
+  // matmul when more than one token goes through (bnb matmul_4bit ->
+  // dequantize_4bit + F.linear): one MLP matrix at a time.
+  const double widest =
+      as_double(std::max(m.intermediate_size, m.moe_intermediate_size));
+  return as_double(m.hidden_size) * widest / s.tp * dtype_bytes(s.dtype);
+}
+
+Bytes hf_prefill_activations(const Model& m, const Resolved& s) {
+  return saturated_bytes(
+      hf_hidden_buffers(m, s) +
+      std::max(hf_attention_transient(m, s), hf_mlp_transient(m, s)) +
+      nf4_dequant_transient(m, s));
+}
+
+// GenerationMixin keeps only the last position's logits in prefill
+// (logits_to_keep=1 since transformers 4.45): b x vocab in dtype from
+// lm_head, plus the fp32 copy _sample() takes.
+Bytes hf_logits(const Model& m, const Resolved& s) {
+  return saturated_bytes(as_double(s.batch) * as_double(m.vocab_size) *
+                         (dtype_bytes(s.dtype) + 4.0));
+}
+
+}  // namespace oomplan::memory_terms
