@@ -24,10 +24,13 @@ double inference_reserve(const Resolved& setup) {
   return setup.reserve.value_or(0.05);
 }
 
+// See k_train_reserve (torchtune's LoRA tutorial, 7-9 %).
 double training_reserve(const Resolved& setup) {
   return setup.reserve.value_or(k_train_reserve);
 }
 
+// Reserved beyond allocated (torch.cuda.max_memory_reserved minus
+// max_memory_allocated), as a share of the tensors.
 Bytes allocator_reserve_bytes(double reserve, Bytes allocated) {
   return saturated_bytes(reserve * static_cast<double>(allocated));
 }

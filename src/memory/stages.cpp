@@ -73,6 +73,7 @@ std::vector<Range> split_ranges(const Model& m, const Resolved& s) {
   return ranges;
 }
 
+// transformers' device_map="auto" or an even pipeline split.
 std::vector<Range> hf_ranges(const Model& m, const Resolved& s) {
   if (s.split_layers) {
     return split_ranges(m, s);
@@ -140,6 +141,8 @@ double node_host_bytes(const std::vector<double>& per_gpu, int gpus_per_node,
   return most;
 }
 
+// One training pipeline stage on one GPU: Megatron's and torchtune's layer
+// split, the embedding on the first stage and the head on the last.
 TrainLayout train_layout(const Model& model, const Resolved& setup,
                          const ParamCounts& counts, int stage) {
   TrainLayout at;

@@ -15,8 +15,11 @@
 //                   temporaries (DeepSpeed's fp32 gradient partition, 8-bit
 //                   AdamW's dequantized states of one parameter).
 // The peak is the largest moment; the components describe it and sum to the
-// total. Frameworks differ in what persists; each choice below names the one
-// it follows (DeepSpeed, Megatron, torchtune, PEFT, PyTorch FSDP/DDP).
+// total. This file composes the moments from the terms of train_states.cpp
+// (weights, gradients, optimizer states), train_activations.cpp,
+// train_loss.cpp and buffers.cpp. Frameworks differ in what persists; each
+// term names the one it follows (DeepSpeed, Megatron, torchtune, PEFT,
+// PyTorch FSDP/DDP).
 //
 // Invariants: no heap allocation unless pp > 1 (stages); every formula names
 // its source; byte counts are rounded once per component.

@@ -378,6 +378,8 @@ Dims train_dims(const Model& model, const Resolved& setup) {
   return dm;
 }
 
+// Every layer of the stage through the per-layer terms above; dense models
+// (all layers alike) take one.
 LayerSweep layer_sweep(const Model& model, const Resolved& setup,
                        const Dims& dm, std::int64_t begin, std::int64_t end) {
   LayerSweep s;
@@ -520,6 +522,9 @@ double final_norm_saved_bytes(const Model& model, const Resolved& setup,
          (dm.sp ? dm.t : 1.0);
 }
 
+// What one stage keeps from forward into backward: the policy's tensors for
+// every micro-batch in flight (1F1B), the final norm's input, activation
+// offload.
 StageActivations stage_activations(const Model& model, const Resolved& setup,
                                    const TrainLayout& at) {
   const Dims dm = train_dims(model, setup);

@@ -23,19 +23,27 @@ constexpr double k_zero3_sub_group = 1e9;
 
 }  // namespace
 
+// ZeRO (Rajbhandari et al. 2020, §5 Figure 1): stage 1 shards the optimizer
+// states over the data-parallel ranks, stage 2 also the gradients, stage 3
+// also the parameters.
 double zero_shards(const Resolved& setup, int stage, double dp) {
   return setup.zero >= stage ? dp : 1.0;
 }
 
+// DeepSpeed offload_optimizer (ZeRO-Offload), FSDP CPUOffload.
 bool offloads_optimizer(const Resolved& setup) {
   return setup.offload == Offload::optimizer || setup.offload == Offload::all;
 }
 
+// DeepSpeed offload_param works at ZeRO-3 only (ZeRO-Infinity); FSDP's
+// CPUOffload(offload_params=True) shards like stage 3.
 bool offloads_params(const Resolved& setup) {
   return setup.zero >= 3 &&
          (setup.offload == Offload::params || setup.offload == Offload::all);
 }
 
+// Mixed precision with 16-bit weights keeps an fp32 master copy
+// (Micikevicius et al. 2018; DeepSpeed fp16/bf16, Megatron).
 bool mixed16(const Resolved& setup) {
   return setup.precision == Precision::mixed && dtype_bytes(setup.dtype) < 4;
 }
@@ -91,6 +99,7 @@ double lora_layer_params(const Model& model, const Resolved& setup, bool moe) {
   return n;
 }
 
+// Adapters of layers [begin, end): peft LoraLayer on each targeted linear.
 double adapter_params(const Model& model, const Resolved& setup,
                       std::int64_t begin, std::int64_t end) {
   double adapters = 0;
@@ -142,6 +151,8 @@ double frozen_base_bytes(const Model& model, const Resolved& setup,
   return w;
 }
 
+// Weights on one GPU (ZeRO paper §3: 2 bytes per parameter in 16-bit mixed
+// training), ZeRO-3 sharded, on the host under parameter offload.
 TrainWeights trained_weights(const Model& model, const Resolved& setup,
                              const TrainLayout& at) {
   TrainWeights tw;

@@ -71,6 +71,8 @@ bool block_scaled_fp8(const Model& m, Quant quant) {
          m.model_type.rfind("deepseek", 0) == 0;
 }
 
+// The layers a GPU holds, as shares of all, dense and MoE layers (pipeline
+// stages and device_map splits hold whole layers).
 LayerShare layer_share(const Model& m, const WeightShare& share) {
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_layers);
   const std::int64_t begin =
