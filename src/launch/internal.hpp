@@ -38,6 +38,11 @@ Json parse_yaml_text(std::string_view text, const std::string& origin);
 std::string echo(std::string_view text);
 std::string echo_json(const Json& value);
 
+// "base.key", or "key" when base is empty.
+std::string join_path(std::string_view base, std::string_view key);
+// ASCII lower case (framework names compared without case).
+std::string lower(std::string_view s);
+
 // A whole number in [lo, hi] in decimal; nullopt otherwise (no exceptions).
 std::optional<std::int64_t> parse_int(std::string_view text, std::int64_t lo,
                                       std::int64_t hi);
@@ -93,8 +98,10 @@ class KeyReader {
   std::map<std::string, Mark, std::less<>> m_marks;
 };
 
-// Readers (one per format). Each fills plan.options / model / gpus / notes and
-// calls finish(). `doc` is the parsed document.
+// Readers (one per format, each in its own file: vllm.cpp, deepspeed.cpp,
+// hf_trainer.cpp, accelerate.cpp, axolotl.cpp, torchtune.cpp,
+// llama_factory.cpp, plans.cpp; the key tables' machinery is rows.hpp). Each
+// fills plan.options / model / gpus / notes; the caller calls finish().
 enum class Format {
   vllm,
   deepspeed,
@@ -143,8 +150,12 @@ void read_torchtune(KeyReader& keys, LaunchPlan& plan, std::string_view text);
 void read_llama_factory(KeyReader& keys, LaunchPlan& plan,
                         const FileLoader& load, const Attached& attached);
 std::vector<LaunchPlan> read_plans(const Json& doc, const std::string& origin);
+// Joins the framework's defaults (launch.cpp) with the reader's own
+// adjustments, and drops the defaults the file's options replace.
+void apply_framework_defaults(LaunchPlan& plan);
 
-// Shared pieces of the training readers (launch/train.cpp).
+// Shared pieces of the training readers: DeepSpeed folding (deepspeed.cpp),
+// names the HF-based readers share (hf_shared.cpp), FSDP (fsdp.cpp).
 // Folds a DeepSpeed config (a path to load, or an inline object) into `plan`.
 // `key` is the key that names it; `batch`, `grad_accum`, `bf16`, `fp16` are
 // the training file's own values, which fill DeepSpeed's "auto".

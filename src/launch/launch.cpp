@@ -5,7 +5,6 @@
 
 #include "launch/internal.hpp"
 
-#include "oomplan/setup/options.hpp"
 #include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
@@ -284,50 +283,6 @@ bool is_job(Format f) {
          f == Format::llama_factory;
 }
 
-void apply_framework_defaults(LaunchPlan& plan) {
-  // The reader's own adjustments (plan.framework_defaults so far) win over
-  // the framework's table.
-  std::vector<LaunchOption> specific = std::move(plan.framework_defaults);
-  plan.framework_defaults = framework_defaults(plan.framework);
-  for (auto& s : specific) {
-    set_default(plan, s.flag, s.value, s.key);
-  }
-  auto option = [&](std::string_view flag) { return find_option(plan, flag); };
-  auto drop_default = [&](std::string_view flag) {
-    std::erase_if(plan.framework_defaults,
-                  [&](const LaunchOption& o) { return o.flag == flag; });
-  };
-  // An explicit sharding choice replaces the framework's.
-  if (option("--zero") != nullptr) {
-    drop_default("--fsdp");
-  }
-  if (option("--fsdp") != nullptr) {
-    drop_default("--zero");
-  }
-  std::string mode;
-  if (const auto* m = option("--mode")) {
-    mode = m->value;
-  } else {
-    for (const auto& d : plan.framework_defaults) {
-      if (d.flag == "--mode") {
-        mode = d.value;
-      }
-    }
-  }
-  if (mode == "full" || mode == "infer") {
-    drop_default("--lora-rank");
-    drop_default("--lora-targets");
-  }
-  if ((mode == "lora" || mode == "qlora") && plan.framework == "axolotl") {
-    // PEFT upcasts the adapter weights to fp32 (peft tuners_utils.py
-    // _cast_adapter_dtype, autocast_adapter_dtype=True); only the frozen
-    // base stays in bf16.
-    set_default(plan, "--precision", "mixed",
-                "PEFT keeps LoRA adapters in fp32 over the bf16 base "
-                "(peft autocast_adapter_dtype=True)");
-  }
-}
-
 void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
               const Attached& attached) {
   const std::string& origin = p.file->origin;
@@ -439,130 +394,48 @@ std::string_view format_name(Format format) {
   return "plans";
 }
 
-std::vector<LaunchPlan> read_plans(const Json& doc, const std::string& origin) {
-  const Json& list = doc.is_array() ? doc : doc["plans"];
-  if (!list.is_array()) {
-    throw Error(
-        fmt::format("{}: plans: expected a list of plan objects", origin));
+void apply_framework_defaults(LaunchPlan& plan) {
+  // The reader's own adjustments (plan.framework_defaults so far) win over
+  // the framework's table.
+  std::vector<LaunchOption> specific = std::move(plan.framework_defaults);
+  plan.framework_defaults = framework_defaults(plan.framework);
+  for (auto& s : specific) {
+    set_default(plan, s.flag, s.value, s.key);
   }
-  if (list.empty()) {
-    throw Error(
-        fmt::format("{}: holds no plans; give a JSON array of objects "
-                    "such as {{\"model\": \"llama3-70b\", \"gpus\": "
-                    "\"8xH100\", \"mode\": \"full\"}}",
-                    origin));
+  auto option = [&](std::string_view flag) { return find_option(plan, flag); };
+  auto drop_default = [&](std::string_view flag) {
+    std::erase_if(plan.framework_defaults,
+                  [&](const LaunchOption& o) { return o.flag == flag; });
+  };
+  // An explicit sharding choice replaces the framework's.
+  if (option("--zero") != nullptr) {
+    drop_default("--fsdp");
   }
-  std::vector<LaunchPlan> plans;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const Json& entry = list[i];
-    const std::string where = fmt::format("{}: plans[{}]", origin, i);
-    if (!entry.is_object()) {
-      throw Error(fmt::format("{}: expected an object of options, got {}",
-                              where, echo_json(entry)));
-    }
-    LaunchPlan plan;
-    plan.file = origin;
-    plan.reader = "plans";
-    plan.framework = "plans";
-    for (const auto& item : entry.items()) {
-      std::string name = item.key();
-      std::replace(name.begin(), name.end(), '_', '-');
-      if (name.rfind("--", 0) == 0) {
-        name = name.substr(2);
-      }
-      const Json& v = item.value();
-      const std::string& key = item.key();
-      if (v.is_object() || v.is_array()) {
-        throw Error(fmt::format("{}: {}: expected a single value, got {}",
-                                where, key, echo_json(v)));
-      }
-      if (v.is_null()) {
-        continue;
-      }
-      std::string value;
-      if (v.is_string()) {
-        value = v.get<std::string>();
-      } else if (v.is_boolean()) {
-        value = v.get<bool>() ? "true" : "false";
-      } else if (v.is_number_integer()) {
-        value = v.dump();
-      } else {
-        value = number_text(v.get<double>());
-      }
-      if (name == "model") {
-        if (!v.is_string()) {
-          throw Error(
-              fmt::format("{}: model: expected a model name or path", where));
-        }
-        plan.model = value;
-        plan.model_key = key;
-        continue;
-      }
-      if (name == "name" || name == "comment" || name == "label") {
-        plan.unused_keys.push_back(key);
-        continue;
-      }
-      if (name == "framework") {
-        const auto names = framework_names();
-        if (std::find(names.begin(), names.end(), value) == names.end()) {
-          throw Error(
-              fmt::format("{}: framework: {} is not a framework; use "
-                          "{}",
-                          where, echo(value), fmt::join(names, ", ")));
-        }
-        plan.framework = value;
-        continue;
-      }
-      // Any option of the table (options.hpp), by its flag without dashes.
-      const OptionRow* row = oomplan::find_option(fmt::format("--{}", name));
-      if (row == nullptr || row->flag.empty()) {
-        plan.unknown_keys.push_back(key);
-        continue;
-      }
-      if (row->value_name.empty()) {
-        if (!v.is_boolean()) {
-          throw Error(fmt::format("{}: {}: expected true or false, got {}",
-                                  where, key, echo_json(v)));
-        }
-        if (v.get<bool>()) {
-          plan.options.push_back({fmt::format("--{}", name), "", key});
-        }
-        continue;
-      }
-      if (v.is_boolean()) {
-        throw Error(
-            fmt::format("{}: {}: expected a value such as the command "
-                        "line takes, got {}",
-                        where, key, value));
-      }
-      if (name == "nodes") {
-        const auto n = parse_int(value, 1, 100'000);
-        if (!n) {
-          throw Error(
-              fmt::format("{}: nodes: expected a whole number from 1 "
-                          "to 100000, got {}",
-                          where, echo(value)));
-        }
-        plan.nodes = static_cast<int>(*n);
-        continue;
-      }
-      if (name == "gpus") {
-        const auto x = value.find('x');
-        if (x != std::string::npos) {
-          if (const auto n =
-                  parse_int(std::string_view(value).substr(0, x), 1, 100'000)) {
-            plan.gpus = static_cast<int>(*n);
-          }
-        }
-      }
-      plan.options.push_back({fmt::format("--{}", name), value, key});
-    }
-    if (plan.framework != "plans") {
-      apply_framework_defaults(plan);
-    }
-    plans.push_back(std::move(plan));
+  if (option("--fsdp") != nullptr) {
+    drop_default("--zero");
   }
-  return plans;
+  std::string mode;
+  if (const auto* m = option("--mode")) {
+    mode = m->value;
+  } else {
+    for (const auto& d : plan.framework_defaults) {
+      if (d.flag == "--mode") {
+        mode = d.value;
+      }
+    }
+  }
+  if (mode == "full" || mode == "infer") {
+    drop_default("--lora-rank");
+    drop_default("--lora-targets");
+  }
+  if ((mode == "lora" || mode == "qlora") && plan.framework == "axolotl") {
+    // PEFT upcasts the adapter weights to fp32 (peft tuners_utils.py
+    // _cast_adapter_dtype, autocast_adapter_dtype=True); only the frozen
+    // base stays in bf16.
+    set_default(plan, "--precision", "mixed",
+                "PEFT keeps LoRA adapters in fp32 over the bf16 base "
+                "(peft autocast_adapter_dtype=True)");
+  }
 }
 
 }  // namespace launch

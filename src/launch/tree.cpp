@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -410,6 +411,18 @@ std::string echo_json(const Json& value) {
     return value.dump();
   }
   return echo(value.dump());
+}
+
+std::string join_path(std::string_view base, std::string_view key) {
+  return base.empty() ? std::string(key) : fmt::format("{}.{}", base, key);
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  return out;
 }
 
 std::optional<std::int64_t> parse_int(std::string_view text, std::int64_t lo,

@@ -6,6 +6,7 @@
 // (vllm/config/cache.py, parallel.py, scheduler.py, model.py).
 
 #include "launch/internal.hpp"
+#include "launch/rows.hpp"
 
 #include "oomplan/util/error.hpp"
 
@@ -19,7 +20,7 @@ namespace {
 
 using launch::echo;
 
-constexpr std::int64_t k_max_gpus = 100'000;
+using launch::k_max_gpus;
 constexpr std::int64_t k_max_tokens = 10'000'000;
 constexpr std::int64_t k_max_seqs = 1 << 20;
 
@@ -289,7 +290,8 @@ std::string whole(std::string_view flag, std::string_view value,
   return fmt::format("{}", *v);
 }
 
-std::string kv_dtype(std::string_view flag, std::string_view value) {
+std::optional<std::string> kv_dtype(std::string_view flag,
+                                    std::string_view value) {
   // vllm/config/cache.py CacheDType.
   if (value == "auto") {
     return "auto";
@@ -309,7 +311,8 @@ std::string kv_dtype(std::string_view flag, std::string_view value) {
             "fp8_inc (fp8_ds_mla's layout is not modelled)");
 }
 
-std::string quantization(std::string_view flag, std::string_view value) {
+std::optional<std::string> quantization(std::string_view flag,
+                                        std::string_view value) {
   // vllm/model_executor/layers/quantization/__init__.py
   // QUANTIZATION_METHODS; the Marlin kernels read the same AWQ/GPTQ layouts.
   if (value == "awq" || value == "awq_marlin") {
@@ -342,6 +345,110 @@ std::string quantization(std::string_view flag, std::string_view value) {
             "fbgemm_fp8, ptpc_fp8, mxfp4, bitsandbytes, compressed-tensors and "
             "modelopt");
 }
+
+// ---- the flags oomplan translates: one row per spelling ----
+
+std::optional<std::string> gpu_count(std::string_view flag,
+                                     std::string_view value) {
+  return whole(flag, value, 1, k_max_gpus);
+}
+
+// vllm/config/cache.py CacheConfig.gpu_memory_utilization: (0, 1].
+std::optional<std::string> memory_fraction(std::string_view flag,
+                                           std::string_view value) {
+  const auto v = launch::parse_double(value);
+  if (!v || !(*v > 0 && *v <= 1)) {
+    bad_value(flag, value, "use a fraction above 0 and at most 1, e.g. 0.9");
+  }
+  return launch::number_text(*v);
+}
+
+std::optional<std::string> model_len(std::string_view flag,
+                                     std::string_view value) {
+  if (value == "auto" || value == "-1") {
+    bad_value(flag, value,
+              "oomplan plans a stated length; give the length to check "
+              "(e.g. 32768), and the plan reports the longest that fits");
+  }
+  const auto v = human_int(value, k_max_tokens);
+  if (!v || *v < 1) {
+    bad_value(flag, value,
+              "use a token count from 1 to 10000000, e.g. 32768 or 32k");
+  }
+  return fmt::format("{}", *v);
+}
+
+std::optional<std::string> token_count(std::string_view flag,
+                                       std::string_view value) {
+  const auto v = human_int(value, k_max_tokens);
+  if (!v || *v < 1) {
+    bad_value(flag, value, "use a token count from 1 to 10000000");
+  }
+  return fmt::format("{}", *v);
+}
+
+std::optional<std::string> seq_count(std::string_view flag,
+                                     std::string_view value) {
+  return whole(flag, value, 1, k_max_seqs);
+}
+
+std::optional<std::string> no_value(std::string_view /*flag*/,
+                                    std::string_view /*value*/) {
+  return std::string();
+}
+
+// vllm/config/model.py ModelDType: auto, half, float16, bfloat16, float,
+// float32. "auto" is the checkpoint's dtype, which is what oomplan's own
+// --dtype default stands for: nothing to translate.
+std::optional<std::string> model_dtype(std::string_view flag,
+                                       std::string_view value) {
+  if (value == "auto") {
+    return std::nullopt;
+  }
+  if (value == "bfloat16" || value == "bf16") {
+    return "bf16";
+  }
+  if (value == "half" || value == "float16" || value == "fp16") {
+    return "fp16";
+  }
+  if (value == "float" || value == "float32" || value == "fp32") {
+    return "fp32";
+  }
+  bad_value(flag, value, "use auto, bfloat16, float16, half, float32");
+}
+
+// One spelling of a vLLM flag: the oomplan option it becomes, how its value
+// maps (nullopt: no option), and the vLLM file that defines it.
+struct VllmFlag {
+  std::string_view flag;
+  std::string_view option;
+  std::optional<std::string> (*value)(std::string_view flag,
+                                      std::string_view value);
+  std::string_view source;
+};
+
+constexpr std::string_view k_parallel_py = "vllm/config/parallel.py";
+constexpr std::string_view k_cache_py = "vllm/config/cache.py";
+constexpr std::string_view k_model_py = "vllm/config/model.py";
+constexpr std::string_view k_scheduler_py = "vllm/config/scheduler.py";
+
+constexpr std::array k_vllm_flags = {
+    VllmFlag{"--tensor-parallel-size", "--tp", gpu_count, k_parallel_py},
+    VllmFlag{"-tp", "--tp", gpu_count, k_parallel_py},
+    VllmFlag{"--pipeline-parallel-size", "--pp", gpu_count, k_parallel_py},
+    VllmFlag{"-pp", "--pp", gpu_count, k_parallel_py},
+    VllmFlag{"--gpu-memory-utilization", "--gpu-util", memory_fraction,
+             k_cache_py},
+    VllmFlag{"--max-model-len", "--max-model-len", model_len, k_model_py},
+    VllmFlag{"--max-num-batched-tokens", "--max-num-batched-tokens",
+             token_count, k_scheduler_py},
+    VllmFlag{"--max-num-seqs", "--max-num-seqs", seq_count, k_scheduler_py},
+    VllmFlag{"--kv-cache-dtype", "--kv-dtype", kv_dtype, k_cache_py},
+    VllmFlag{"--enforce-eager", "--enforce-eager", no_value, k_model_py},
+    VllmFlag{"--quantization", "--quant", quantization, k_model_py},
+    VllmFlag{"-q", "--quant", quantization, k_model_py},
+    VllmFlag{"--dtype", "--dtype", model_dtype, k_model_py},
+};
 
 // Shell words of every command in `text`.
 std::vector<std::vector<std::string>> split_commands(std::string_view text,
@@ -520,6 +627,157 @@ bool is_redirect(const std::string& w) {
   return k != std::string::npos && (w[k] == '>' || w[k] == '<');
 }
 
+// The vLLM server command in `text`: the first command that runs it.
+Entry find_server(std::string_view text, const LaunchPlan& plan) {
+  for (const auto& words : split_commands(text, plan.file)) {
+    if (auto entry = find_entry(words)) {
+      return *entry;
+    }
+  }
+  throw Error(fmt::format(
+      "{}: holds no `vllm serve` command; write `vllm serve MODEL "
+      "[--flags]` or `python -m vllm.entrypoints.openai.api_server --model "
+      "MODEL [--flags]`",
+      plan.file));
+}
+
+void note_environment(const Entry& entry, LaunchPlan& plan) {
+  for (const auto& e : entry.env) {
+    if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) {
+      plan.notes.push_back(fmt::format(
+          "{} selects the GPUs; vLLM uses tensor x pipeline x data parallel "
+          "of them",
+          e));
+    }
+  }
+}
+
+// One flag of the command and its value: "--flag=value", or the next word
+// unless the flag is a switch or the next word is another flag.
+struct FlagWord {
+  std::string flag;
+  std::string value;
+  bool has_value = false;
+};
+
+FlagWord flag_word(const std::vector<std::string>& args, std::size_t& i) {
+  FlagWord w{normalize_flag(args[i]), {}, false};
+  if (const auto eq = w.flag.find('='); eq != std::string::npos) {
+    w.value = w.flag.substr(eq + 1);
+    w.flag.resize(eq);
+    w.has_value = true;
+  } else if (!contains(k_vllm_switches, w.flag) && i + 1 < args.size() &&
+             (args[i + 1].empty() || args[i + 1][0] != '-' ||
+              launch::parse_double(args[i + 1]))) {
+    w.value = args[++i];
+    w.has_value = true;
+  }
+  return w;
+}
+
+// The GPUs one engine uses: tensor x pipeline x data parallel.
+struct Parallel {
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t dp = 1;
+};
+
+// What one flag does to the plan: the model, a data-parallel degree, an
+// option (translate_vllm_flag's table), or an unused or unknown key.
+void read_flag(const FlagWord& w, LaunchPlan& plan, Parallel& parallel) {
+  const std::string& flag = w.flag;
+  if (w.value.find('$') != std::string::npos &&
+      !contains(k_vllm_unused, flag)) {
+    throw Error(fmt::format(
+        "{}: {}: {} is a shell variable; oomplan reads the file as written, "
+        "so write the value",
+        plan.file, flag, echo(w.value)));
+  }
+  if (flag == "--model") {
+    plan.model = w.value;
+    plan.model_key = "--model";
+    return;
+  }
+  if (flag == "--config") {
+    throw Error(fmt::format(
+        "{}: --config: vLLM's YAML config is not read; put its settings on "
+        "the command line",
+        plan.file));
+  }
+  if (flag == "--data-parallel-size" || flag == "-dp") {
+    parallel.dp = std::stoll(whole(flag, w.value, 1, k_max_gpus));
+    return;
+  }
+  if (!w.has_value && !contains(k_vllm_switches, flag) &&
+      (flag == "--tensor-parallel-size" || flag == "-tp" ||
+       flag == "--gpu-memory-utilization" || flag == "--max-model-len")) {
+    throw Error(fmt::format("{}: {}: the flag needs a value", plan.file, flag));
+  }
+  std::optional<LaunchOption> option;
+  try {
+    option = translate_vllm_flag(flag, w.value);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", plan.file, e.what()));
+  }
+  if (option) {
+    if (option->flag == "--tp") {
+      parallel.tp = std::stoll(option->value);
+    } else if (option->flag == "--pp") {
+      parallel.pp = std::stoll(option->value);
+    }
+    launch::set_option(plan, option->flag, option->value, flag);
+  } else if (flag == "--dtype" || flag == "--cpu-offload-gb" ||
+             contains(k_vllm_unused, flag)) {
+    plan.unused_keys.push_back(flag);
+  } else {
+    plan.unknown_keys.push_back(flag);
+  }
+}
+
+// A word that is not a flag: a redirection (skipped with its file), the
+// model right after `vllm serve`, or an error.
+void read_word(const Entry& entry, const std::vector<std::string>& args,
+               std::size_t& i, LaunchPlan& plan) {
+  const std::string& word = args[i];
+  if (is_redirect(word)) {
+    if (word.find_first_not_of("0123456789<>&") == std::string::npos &&
+        word.back() != '1' && word.back() != '2') {
+      ++i;  // `> file`: the next word is the file
+    }
+    return;
+  }
+  if (i == 0 && entry.serve && plan.model.empty()) {
+    plan.model = word;
+    plan.model_key = "MODEL";
+    return;
+  }
+  throw Error(fmt::format(
+      "{}: {}: a word that is not a flag or the model; vLLM would refuse "
+      "it too",
+      plan.file, echo(word)));
+}
+
+void check_engine(const Parallel& p, LaunchPlan& plan) {
+  if (plan.model.empty()) {
+    throw Error(fmt::format(
+        "{}: names no model; give it after `vllm serve` or with --model",
+        plan.file));
+  }
+  const std::int64_t gpus = p.tp * p.pp * p.dp;
+  if (gpus > k_max_gpus) {
+    throw Error(fmt::format(
+        "{}: tensor x pipeline x data parallel = {} GPUs is more than {}",
+        plan.file, gpus, k_max_gpus));
+  }
+  plan.gpus = static_cast<int>(gpus);
+  if (p.dp > 1) {
+    plan.notes.push_back(fmt::format(
+        "--data-parallel-size {}: {} engine replicas of {} GPUs each; each "
+        "GPU holds what one replica's GPU holds",
+        p.dp, p.dp, p.tp * p.pp));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> split_shell_words(std::string_view text,
@@ -547,71 +805,15 @@ std::optional<LaunchOption> translate_vllm_flag(std::string_view flag_in,
     value = flag.substr(eq + 1);
     flag.resize(eq);
   }
-  // vllm/config/parallel.py ParallelConfig.
-  if (flag == "--tensor-parallel-size" || flag == "-tp") {
-    return LaunchOption{"--tp", whole(flag, value, 1, k_max_gpus), ""};
-  }
-  if (flag == "--pipeline-parallel-size" || flag == "-pp") {
-    return LaunchOption{"--pp", whole(flag, value, 1, k_max_gpus), ""};
-  }
-  // vllm/config/cache.py CacheConfig.gpu_memory_utilization: (0, 1].
-  if (flag == "--gpu-memory-utilization") {
-    const auto v = launch::parse_double(value);
-    if (!v || !(*v > 0 && *v <= 1)) {
-      bad_value(flag, value, "use a fraction above 0 and at most 1, e.g. 0.9");
-    }
-    return LaunchOption{"--gpu-util", launch::number_text(*v), ""};
-  }
-  if (flag == "--max-model-len") {
-    if (value == "auto" || value == "-1") {
-      bad_value(flag, value,
-                "oomplan plans a stated length; give the length to check "
-                "(e.g. 32768), and the plan reports the longest that fits");
-    }
-    const auto v = human_int(value, k_max_tokens);
-    if (!v || *v < 1) {
-      bad_value(flag, value,
-                "use a token count from 1 to 10000000, e.g. 32768 or 32k");
-    }
-    return LaunchOption{"--max-model-len", fmt::format("{}", *v), ""};
-  }
-  if (flag == "--max-num-batched-tokens") {
-    const auto v = human_int(value, k_max_tokens);
-    if (!v || *v < 1) {
-      bad_value(flag, value, "use a token count from 1 to 10000000");
-    }
-    return LaunchOption{"--max-num-batched-tokens", fmt::format("{}", *v), ""};
-  }
-  if (flag == "--max-num-seqs") {
-    return LaunchOption{"--max-num-seqs", whole(flag, value, 1, k_max_seqs),
-                        ""};
-  }
-  if (flag == "--kv-cache-dtype") {
-    return LaunchOption{"--kv-dtype", kv_dtype(flag, value), ""};
-  }
-  if (flag == "--enforce-eager") {
-    return LaunchOption{"--enforce-eager", "", ""};
-  }
-  if (flag == "--quantization" || flag == "-q") {
-    return LaunchOption{"--quant", quantization(flag, value), ""};
-  }
-  // vllm/config/model.py ModelDType: auto, half, float16, bfloat16, float,
-  // float32. "auto" is the checkpoint's dtype, which is what oomplan's own
-  // --dtype default stands for: nothing to translate.
-  if (flag == "--dtype") {
-    if (value == "auto") {
+  const auto row =
+      std::find_if(k_vllm_flags.begin(), k_vllm_flags.end(),
+                   [&](const VllmFlag& f) { return f.flag == flag; });
+  if (row != k_vllm_flags.end()) {
+    const auto v = row->value(flag, value);
+    if (!v) {
       return std::nullopt;
     }
-    if (value == "bfloat16" || value == "bf16") {
-      return LaunchOption{"--dtype", "bf16", ""};
-    }
-    if (value == "half" || value == "float16" || value == "fp16") {
-      return LaunchOption{"--dtype", "fp16", ""};
-    }
-    if (value == "float" || value == "float32" || value == "fp32") {
-      return LaunchOption{"--dtype", "fp32", ""};
-    }
-    bad_value(flag, value, "use auto, bfloat16, float16, half, float32");
+    return LaunchOption{std::string(row->option), *v, ""};
   }
   for (const auto& u : k_vllm_unmodelled) {
     if (flag == u.flag) {
@@ -628,134 +830,19 @@ std::optional<LaunchOption> translate_vllm_flag(std::string_view flag_in,
 namespace launch {
 
 void read_vllm(std::string_view text, LaunchPlan& plan) {
-  const auto commands = split_commands(text, plan.file);
-  std::optional<Entry> entry;
-  for (const auto& words : commands) {
-    entry = find_entry(words);
-    if (entry) {
-      break;
-    }
-  }
-  if (!entry) {
-    throw Error(fmt::format(
-        "{}: holds no `vllm serve` command; write `vllm serve MODEL "
-        "[--flags]` or `python -m vllm.entrypoints.openai.api_server --model "
-        "MODEL [--flags]`",
-        plan.file));
-  }
-  for (const auto& e : entry->env) {
-    if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) {
-      plan.notes.push_back(fmt::format(
-          "{} selects the GPUs; vLLM uses tensor x pipeline x data parallel "
-          "of them",
-          e));
-    }
-  }
-  std::int64_t tp = 1;
-  std::int64_t pp = 1;
-  std::int64_t dp = 1;
-  const auto& args = entry->args;
+  const Entry entry = find_server(text, plan);
+  note_environment(entry, plan);
+  Parallel parallel;
+  const auto& args = entry.args;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string word = args[i];
-    if (is_redirect(word)) {
-      if (word.find_first_not_of("0123456789<>&") == std::string::npos &&
-          word.back() != '1' && word.back() != '2') {
-        ++i;  // `> file`: the next word is the file
-      }
-      continue;
+    const std::string& word = args[i];
+    if (is_redirect(word) || word.empty() || word[0] != '-' || word == "-") {
+      read_word(entry, args, i, plan);
+    } else {
+      read_flag(flag_word(args, i), plan, parallel);
     }
-    if (word.empty() || word[0] != '-' || word == "-") {
-      if (i == 0 && entry->serve && plan.model.empty()) {
-        plan.model = word;
-        plan.model_key = "MODEL";
-        continue;
-      }
-      throw Error(fmt::format(
-          "{}: {}: a word that is not a flag or the model; vLLM would refuse "
-          "it too",
-          plan.file, echo(word)));
-    }
-    std::string flag = normalize_flag(word);
-    std::string value;
-    bool has_value = false;
-    if (const auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-      has_value = true;
-    } else if (!contains(k_vllm_switches, flag) && i + 1 < args.size() &&
-               (args[i + 1].empty() || args[i + 1][0] != '-' ||
-                launch::parse_double(args[i + 1]))) {
-      value = args[++i];
-      has_value = true;
-    }
-    if (value.find('$') != std::string::npos &&
-        !contains(k_vllm_unused, flag)) {
-      throw Error(fmt::format(
-          "{}: {}: {} is a shell variable; oomplan reads the file as written, "
-          "so write the value",
-          plan.file, flag, echo(value)));
-    }
-    if (flag == "--model") {
-      plan.model = value;
-      plan.model_key = "--model";
-      continue;
-    }
-    if (flag == "--config") {
-      throw Error(fmt::format(
-          "{}: --config: vLLM's YAML config is not read; put its settings on "
-          "the command line",
-          plan.file));
-    }
-    if (flag == "--data-parallel-size" || flag == "-dp") {
-      dp = std::stoll(whole(flag, value, 1, k_max_gpus));
-      continue;
-    }
-    if (!has_value && contains(k_vllm_switches, flag) == false &&
-        (flag == "--tensor-parallel-size" || flag == "-tp" ||
-         flag == "--gpu-memory-utilization" || flag == "--max-model-len")) {
-      throw Error(
-          fmt::format("{}: {}: the flag needs a value", plan.file, flag));
-    }
-    std::optional<LaunchOption> option;
-    try {
-      option = translate_vllm_flag(flag, value);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", plan.file, e.what()));
-    }
-    if (option) {
-      if (option->flag == "--tp") {
-        tp = std::stoll(option->value);
-      } else if (option->flag == "--pp") {
-        pp = std::stoll(option->value);
-      }
-      option->key = flag;
-      set_option(plan, option->flag, option->value, option->key);
-      continue;
-    }
-    if (flag == "--dtype" || flag == "--cpu-offload-gb" ||
-        contains(k_vllm_unused, flag)) {
-      plan.unused_keys.push_back(flag);
-      continue;
-    }
-    plan.unknown_keys.push_back(flag);
   }
-  if (plan.model.empty()) {
-    throw Error(fmt::format(
-        "{}: names no model; give it after `vllm serve` or with --model",
-        plan.file));
-  }
-  if (tp * pp * dp > k_max_gpus) {
-    throw Error(fmt::format(
-        "{}: tensor x pipeline x data parallel = {} GPUs is more than {}",
-        plan.file, tp * pp * dp, k_max_gpus));
-  }
-  plan.gpus = static_cast<int>(tp * pp * dp);
-  if (dp > 1) {
-    plan.notes.push_back(fmt::format(
-        "--data-parallel-size {}: {} engine replicas of {} GPUs each; each "
-        "GPU holds what one replica's GPU holds",
-        dp, dp, tp * pp));
-  }
+  check_engine(parallel, plan);
 }
 
 }  // namespace launch

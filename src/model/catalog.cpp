@@ -302,15 +302,137 @@ std::string entry_label(const json& object, std::string_view list,
   return fmt::format("{}[{}]", list, index);
 }
 
-// Reads a model entry onto `base` (nullptr: a new, complete entry).
-Model read_model(const json& object, std::string_view origin, std::string label,
-                 const Model* base) {
-  const bool fresh = base == nullptr;
-  EntryReader r(object, origin, std::move(label), fresh);
-  Model m = fresh ? Model{} : *base;
+// ---- model entries ----
+
+// One Model field a catalog entry may state, read with its type and bounds:
+// an integer from `min`, a boolean, or an int from `min` to `max` (layer
+// periods, counts of norms). Exactly one member pointer is set.
+struct ModelField {
+  std::string_view key;
+  std::int64_t Model::*integer = nullptr;
+  bool Model::*flag = nullptr;
+  int Model::*small = nullptr;
+  std::int64_t min = 0;
+  std::int64_t max = 0;
+};
+
+constexpr ModelField integer_field(std::string_view key,
+                                   std::int64_t Model::*member,
+                                   std::int64_t min = 0) {
+  return {key, member, nullptr, nullptr, min, 0};
+}
+constexpr ModelField flag_field(std::string_view key, bool Model::*member) {
+  return {key, nullptr, member, nullptr, 0, 0};
+}
+constexpr ModelField small_field(std::string_view key, int Model::*member,
+                                 std::int64_t min, std::int64_t max) {
+  return {key, nullptr, nullptr, member, min, max};
+}
+
+// Reads `fields` in order (the order decides which of two bad fields is
+// reported, and the known-key order near-name suggestions see).
+template <std::size_t N>
+void read_fields(EntryReader& r, Model& m,
+                 const std::array<ModelField, N>& fields) {
+  for (const ModelField& f : fields) {
+    if (f.integer != nullptr) {
+      m.*f.integer = r.integer(f.key, m.*f.integer, f.min);
+    } else if (f.flag != nullptr) {
+      m.*f.flag = r.boolean(f.key, m.*f.flag);
+    } else {
+      m.*f.small =
+          r.small_int(f.key, m.*f.small, static_cast<int>(f.min), f.max);
+    }
+  }
+}
+
+// Block structure, attention layout, mixture of experts and multi-head
+// latent attention (models/README.md).
+constexpr std::array k_block_fields = {
+    small_field("norms_per_layer", &Model::norms_per_layer, 1,
+                k_max_norms_per_layer),
+    flag_field("parallel_block", &Model::parallel_block),
+    flag_field("qkv_bias", &Model::qkv_bias),
+    flag_field("o_bias", &Model::o_bias),
+    flag_field("mlp_bias", &Model::mlp_bias),
+    flag_field("qk_norm", &Model::qk_norm),
+    flag_field("qk_norm_full", &Model::qk_norm_full),
+    flag_field("attention_output_gate", &Model::attention_output_gate),
+    flag_field("attention_sinks", &Model::attention_sinks),
+    integer_field("learned_positions", &Model::learned_positions),
+    flag_field("embedding_norm", &Model::embedding_norm),
+    flag_field("lm_head_bias", &Model::lm_head_bias),
+    integer_field("sliding_window", &Model::sliding_window),
+    small_field("global_every", &Model::global_every, 0, k_max_layers),
+    integer_field("num_experts", &Model::num_experts),
+    integer_field("num_experts_per_tok", &Model::experts_per_tok),
+    integer_field("moe_intermediate_size", &Model::moe_intermediate_size),
+    integer_field("num_shared_experts", &Model::num_shared_experts),
+    integer_field("shared_expert_intermediate_size",
+                  &Model::shared_expert_intermediate_size),
+    integer_field("first_k_dense_replace", &Model::first_k_dense),
+    small_field("moe_every", &Model::moe_every, 1, k_max_layers),
+    flag_field("router_bias", &Model::router_bias),
+    flag_field("shared_expert_gate", &Model::shared_expert_gate),
+    integer_field("q_lora_rank", &Model::q_lora_rank),
+    integer_field("kv_lora_rank", &Model::kv_lora_rank),
+    integer_field("qk_rope_head_dim", &Model::qk_rope_head_dim),
+    integer_field("qk_nope_head_dim", &Model::qk_nope_head_dim),
+    integer_field("v_head_dim", &Model::v_head_dim),
+};
+
+// State-space and linear-attention mixers, encoder-decoder and vision tower
+// fields.
+constexpr std::array k_mixer_fields = {
+    integer_field("ssm_inner_size", &Model::ssm_inner_size),
+    integer_field("ssm_state_size", &Model::ssm_state_size),
+    integer_field("ssm_conv_kernel", &Model::ssm_conv_kernel),
+    integer_field("ssm_dt_rank", &Model::ssm_dt_rank),
+    integer_field("ssm_num_heads", &Model::ssm_num_heads),
+    integer_field("ssm_head_dim", &Model::ssm_head_dim),
+    integer_field("ssm_groups", &Model::ssm_groups),
+    flag_field("ssm_conv_bias", &Model::ssm_conv_bias),
+    flag_field("ssm_proj_bias", &Model::ssm_proj_bias),
+    flag_field("ssm_inner_norms", &Model::ssm_inner_norms),
+    flag_field("ssm_gated_norm", &Model::ssm_gated_norm),
+    integer_field("linear_key_heads", &Model::linear_key_heads),
+    integer_field("linear_value_heads", &Model::linear_value_heads),
+    integer_field("linear_key_head_dim", &Model::linear_key_head_dim),
+    integer_field("linear_value_head_dim", &Model::linear_value_head_dim),
+    integer_field("linear_conv_kernel", &Model::linear_conv_kernel),
+    integer_field("num_decoder_layers", &Model::num_decoder_layers),
+    integer_field("relative_attention_num_buckets",
+                  &Model::relative_attention_buckets),
+    integer_field("extra_params", &Model::extra_params),
+    integer_field("vision_image_size", &Model::vision_image_size),
+    integer_field("vision_patch_size", &Model::vision_patch_size),
+    integer_field("vision_temporal_patch_size",
+                  &Model::vision_temporal_patch_size, 1),
+    integer_field("vision_merge_size", &Model::vision_merge_size, 1),
+    integer_field("vision_hidden_size", &Model::vision_hidden_size),
+    integer_field("vision_intermediate_size", &Model::vision_intermediate_size),
+    integer_field("vision_layers", &Model::vision_layers),
+    flag_field("vision_gated_mlp", &Model::vision_gated_mlp),
+    flag_field("vision_video", &Model::vision_video),
+    integer_field("vision_max_tiles", &Model::vision_max_tiles),
+    integer_field("vision_intermediate_layers",
+                  &Model::vision_intermediate_layers),
+};
+
+// Parameter counts and the checkpoint's size, for the catalog lint.
+constexpr std::array k_count_fields = {
+    integer_field("params", &Model::params),
+    integer_field("params_active", &Model::params_active),
+    integer_field("official_params", &Model::official_params),
+    integer_field("checkpoint_bytes", &Model::checkpoint_bytes),
+};
+
+// id (a new entry's name; an override keeps the built-in spelling), hf_id,
+// aliases, model_type.
+void read_model_names(EntryReader& r, Model& m, bool fresh) {
   const std::string id = r.string("id", m.name, true);
   if (fresh) {
-    m.name = id;  // an override keeps the built-in spelling
+    m.name = id;
   }
   if (m.name.empty()) {
     r.fail("id", "must not be empty");
@@ -318,7 +440,11 @@ Model read_model(const json& object, std::string_view origin, std::string label,
   m.hf_id = r.string("hf_id", m.hf_id);
   m.aliases = r.strings("aliases", m.aliases, m.name);
   m.model_type = r.string("model_type", m.model_type);
+}
 
+// The core dimensions; a new entry without head_dim takes hidden_size /
+// num_attention_heads, which must then divide evenly.
+void read_model_dimensions(EntryReader& r, Model& m, bool fresh) {
   m.hidden_size = r.integer("hidden_size", m.hidden_size, 1, true);
   m.num_layers = r.integer("num_hidden_layers", m.num_layers, 1, true);
   // 0 heads and 0 intermediate_size are for attention-free and MLP-free
@@ -344,7 +470,10 @@ Model read_model(const json& object, std::string_view origin, std::string label,
       r.integer("max_position_embeddings", m.max_position_embeddings, 0);
   m.tie_word_embeddings =
       r.boolean("tie_word_embeddings", m.tie_word_embeddings);
+}
 
+// mlp and norm: names of MlpKind and NormKind.
+void read_model_kinds(EntryReader& r, Model& m) {
   if (r.find("mlp") != nullptr) {
     const std::string text = r.string("mlp", "");
     if (text == "plain") {
@@ -368,98 +497,27 @@ Model read_model(const json& object, std::string_view origin, std::string label,
       r.fail("norm", fmt::format("'{}' is not rms or layer_norm", echo(text)));
     }
   }
-  m.norms_per_layer = r.small_int("norms_per_layer", m.norms_per_layer, 1,
-                                  k_max_norms_per_layer);
-  m.parallel_block = r.boolean("parallel_block", m.parallel_block);
-  m.qkv_bias = r.boolean("qkv_bias", m.qkv_bias);
-  m.o_bias = r.boolean("o_bias", m.o_bias);
-  m.mlp_bias = r.boolean("mlp_bias", m.mlp_bias);
-  m.qk_norm = r.boolean("qk_norm", m.qk_norm);
-  m.qk_norm_full = r.boolean("qk_norm_full", m.qk_norm_full);
-  m.attention_output_gate =
-      r.boolean("attention_output_gate", m.attention_output_gate);
-  m.attention_sinks = r.boolean("attention_sinks", m.attention_sinks);
-  m.learned_positions = r.integer("learned_positions", m.learned_positions, 0);
-  m.embedding_norm = r.boolean("embedding_norm", m.embedding_norm);
-  m.lm_head_bias = r.boolean("lm_head_bias", m.lm_head_bias);
+}
 
-  m.sliding_window = r.integer("sliding_window", m.sliding_window, 0);
-  m.global_every = r.small_int("global_every", m.global_every, 0, k_max_layers);
-
-  m.num_experts = r.integer("num_experts", m.num_experts, 0);
-  m.experts_per_tok = r.integer("num_experts_per_tok", m.experts_per_tok, 0);
-  m.moe_intermediate_size =
-      r.integer("moe_intermediate_size", m.moe_intermediate_size, 0);
-  m.num_shared_experts =
-      r.integer("num_shared_experts", m.num_shared_experts, 0);
-  m.shared_expert_intermediate_size = r.integer(
-      "shared_expert_intermediate_size", m.shared_expert_intermediate_size, 0);
-  m.first_k_dense = r.integer("first_k_dense_replace", m.first_k_dense, 0);
-  m.moe_every = r.small_int("moe_every", m.moe_every, 1, k_max_layers);
-  m.router_bias = r.boolean("router_bias", m.router_bias);
-  m.shared_expert_gate = r.boolean("shared_expert_gate", m.shared_expert_gate);
-
-  m.q_lora_rank = r.integer("q_lora_rank", m.q_lora_rank, 0);
-  m.kv_lora_rank = r.integer("kv_lora_rank", m.kv_lora_rank, 0);
-  m.qk_rope_head_dim = r.integer("qk_rope_head_dim", m.qk_rope_head_dim, 0);
-  m.qk_nope_head_dim = r.integer("qk_nope_head_dim", m.qk_nope_head_dim, 0);
-  m.v_head_dim = r.integer("v_head_dim", m.v_head_dim, 0);
-
-  if (r.find("layer_types") != nullptr) {
-    m.layer_types.clear();
-    for (const std::string& name : r.string_list("layer_types")) {
-      const auto kind = layer_kind_from_name(name);
-      if (!kind) {
-        r.fail("layer_types",
-               fmt::format("'{}' is not attention, mamba, mamba2, "
-                           "linear_attention or attention_mamba2",
-                           echo(name)));
-      }
-      m.layer_types.push_back(*kind);
-    }
+void read_model_layer_types(EntryReader& r, Model& m) {
+  if (r.find("layer_types") == nullptr) {
+    return;
   }
-  m.ssm_inner_size = r.integer("ssm_inner_size", m.ssm_inner_size, 0);
-  m.ssm_state_size = r.integer("ssm_state_size", m.ssm_state_size, 0);
-  m.ssm_conv_kernel = r.integer("ssm_conv_kernel", m.ssm_conv_kernel, 0);
-  m.ssm_dt_rank = r.integer("ssm_dt_rank", m.ssm_dt_rank, 0);
-  m.ssm_num_heads = r.integer("ssm_num_heads", m.ssm_num_heads, 0);
-  m.ssm_head_dim = r.integer("ssm_head_dim", m.ssm_head_dim, 0);
-  m.ssm_groups = r.integer("ssm_groups", m.ssm_groups, 0);
-  m.ssm_conv_bias = r.boolean("ssm_conv_bias", m.ssm_conv_bias);
-  m.ssm_proj_bias = r.boolean("ssm_proj_bias", m.ssm_proj_bias);
-  m.ssm_inner_norms = r.boolean("ssm_inner_norms", m.ssm_inner_norms);
-  m.ssm_gated_norm = r.boolean("ssm_gated_norm", m.ssm_gated_norm);
-  m.linear_key_heads = r.integer("linear_key_heads", m.linear_key_heads, 0);
-  m.linear_value_heads =
-      r.integer("linear_value_heads", m.linear_value_heads, 0);
-  m.linear_key_head_dim =
-      r.integer("linear_key_head_dim", m.linear_key_head_dim, 0);
-  m.linear_value_head_dim =
-      r.integer("linear_value_head_dim", m.linear_value_head_dim, 0);
-  m.linear_conv_kernel =
-      r.integer("linear_conv_kernel", m.linear_conv_kernel, 0);
+  m.layer_types.clear();
+  for (const std::string& name : r.string_list("layer_types")) {
+    const auto kind = layer_kind_from_name(name);
+    if (!kind) {
+      r.fail("layer_types", fmt::format("'{}' is not attention, mamba, mamba2, "
+                                        "linear_attention or attention_mamba2",
+                                        echo(name)));
+    }
+    m.layer_types.push_back(*kind);
+  }
+}
 
-  m.num_decoder_layers =
-      r.integer("num_decoder_layers", m.num_decoder_layers, 0);
-  m.relative_attention_buckets = r.integer("relative_attention_num_buckets",
-                                           m.relative_attention_buckets, 0);
-  m.extra_params = r.integer("extra_params", m.extra_params, 0);
-  m.vision_image_size = r.integer("vision_image_size", m.vision_image_size, 0);
-  m.vision_patch_size = r.integer("vision_patch_size", m.vision_patch_size, 0);
-  m.vision_temporal_patch_size =
-      r.integer("vision_temporal_patch_size", m.vision_temporal_patch_size, 1);
-  m.vision_merge_size = r.integer("vision_merge_size", m.vision_merge_size, 1);
-  m.vision_hidden_size =
-      r.integer("vision_hidden_size", m.vision_hidden_size, 0);
-  m.vision_intermediate_size =
-      r.integer("vision_intermediate_size", m.vision_intermediate_size, 0);
-  m.vision_layers = r.integer("vision_layers", m.vision_layers, 0);
-  m.vision_gated_mlp = r.boolean("vision_gated_mlp", m.vision_gated_mlp);
-  m.vision_video = r.boolean("vision_video", m.vision_video);
-  m.vision_max_tiles = r.integer("vision_max_tiles", m.vision_max_tiles, 0);
-  m.vision_intermediate_layers =
-      r.integer("vision_intermediate_layers", m.vision_intermediate_layers, 0);
-
+// checkpoint_quant and checkpoint_dtype: how the published weights are
+// stored.
+void read_model_checkpoint(EntryReader& r, Model& m) {
   if (r.find("checkpoint_quant") != nullptr) {
     const std::string text = r.string("checkpoint_quant", "");
     const auto q = quant_from_name(text);
@@ -482,10 +540,23 @@ Model read_model(const json& object, std::string_view origin, std::string label,
     m.checkpoint_dtype = *d;
   }
   m.checkpoint_note = r.string("checkpoint_note", m.checkpoint_note);
-  m.params = r.integer("params", m.params, 0);
-  m.params_active = r.integer("params_active", m.params_active, 0);
-  m.official_params = r.integer("official_params", m.official_params, 0);
-  m.checkpoint_bytes = r.integer("checkpoint_bytes", m.checkpoint_bytes, 0);
+}
+
+// Reads a model entry onto `base` (nullptr: a new, complete entry), one group
+// of fields after another.
+Model read_model(const json& object, std::string_view origin, std::string label,
+                 const Model* base) {
+  const bool fresh = base == nullptr;
+  EntryReader r(object, origin, std::move(label), fresh);
+  Model m = fresh ? Model{} : *base;
+  read_model_names(r, m, fresh);
+  read_model_dimensions(r, m, fresh);
+  read_model_kinds(r, m);
+  read_fields(r, m, k_block_fields);
+  read_model_layer_types(r, m);
+  read_fields(r, m, k_mixer_fields);
+  read_model_checkpoint(r, m);
+  read_fields(r, m, k_count_fields);
   r.string("official_params_source", "");  // documentation only
   r.strings("sources", {});                // documentation only
   r.finish();
