@@ -45,7 +45,7 @@ src/model/model.cpp|  return end / model.moe_every - from / model.moe_every;|  r
 src/memory/vllm_vision.cpp|      vllm_release(0, 10, 0) <= version && version <= vllm_release(0, 11, 0);|      vllm_release(0, 10, 0) <= version && version < vllm_release(0, 11, 0);|0.11.0 pads encoder outputs to the budget
 src/memory/vllm_vision.cpp|      (len * len + as_double(m.vision_intermediate_layers) * len * hv +|      (as_double(m.vision_intermediate_layers) * len * hv +|mllama's L x L attention mask
 src/memory/vllm_vision.cpp|                      newer ? 1 : 0, newer ? 14 : 16);|                      newer ? 1 : 0, newer ? 16 : 16);|0.11's 14-frame video cap
-src/advice/search.cpp|  const bool offload_shown = without_offload < constraints.top;|  const bool offload_shown = without_offload < constraints.top - 1;|fit searches offload while it can rank in --top
+src/advice/fit.cpp|  const bool offload_shown = without_offload < constraints.top;|  const bool offload_shown = without_offload < constraints.top - 1;|fit searches offload while it can rank in --top
 src/advice/search.cpp|        out[d] = static_cast<std::uint8_t>(knobs[d].frugal);|        out[d] = 0;|the relaxation is a lower bound (side knobs frugal)
 src/setup/options.cpp|  if (text == "false") {|  if (text == "0") {|a flag given =false is off
 src/cli/common.cpp|    parse_flag(flag, text);|    (void)parse_flag(flag, text.substr(0, 0));|--json=256 is an error, not on

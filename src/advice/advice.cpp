@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 
 // The advisor. Invariants:
 // - every fix is a setup the search (or a change of the job) found and the
@@ -56,11 +58,10 @@ bool has(const std::vector<Move>& moves, std::string_view id) {
                      [id](const Move& m) { return m.id == id; });
 }
 
-std::vector<LaunchBlock> training_blocks(const Resolved& s,
+// transformers Trainer arguments (and TRL's, which extend them).
+std::optional<LaunchBlock> trainer_block(const Resolved& s,
                                          const std::vector<Move>& moves,
                                          bool count_changed) {
-  std::vector<LaunchBlock> out;
-  // transformers Trainer arguments (and TRL's, which extend them).
   std::vector<std::string> hf;
   if (has(moves, "checkpointing-full")) {
     hf.emplace_back("--gradient_checkpointing true");
@@ -89,40 +90,67 @@ std::vector<LaunchBlock> training_blocks(const Resolved& s,
   if (has(moves, "flash-attention")) {
     hf.emplace_back("--attn_implementation flash_attention_2");
   }
-  if (!hf.empty()) {
-    out.push_back({"transformers", join(hf, " ")});
+  if (hf.empty()) {
+    return std::nullopt;
   }
-  // DeepSpeed's JSON: ZeRO stage and offload.
-  // (Stage 0 on another count is DeepSpeed's default: nothing to write.)
-  const bool zero = has(moves, "zero-stage") || (count_changed && s.zero > 0);
-  const bool offload_opt = has(moves, "offload-optimizer");
-  const bool offload_all = has(moves, "offload-all");
-  if ((zero || offload_opt || offload_all) && !s.fsdp) {
-    std::string z = fmt::format(R"("stage": {})", s.zero);
-    if (offload_opt || offload_all) {
-      z += R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})";
-    }
-    if (offload_all) {
-      z += R"(, "offload_param": {"device": "cpu", "pin_memory": true})";
-    }
-    out.push_back(
-        {"DeepSpeed", fmt::format(R"({{"zero_optimization": {{{}}}}})", z)});
+  return LaunchBlock{"transformers", join(hf, " ")};
+}
+
+// What a fix asks of the sharding: a ZeRO stage to write (stage 0 on
+// another count is DeepSpeed's default: nothing to write), and offload.
+struct Sharding {
+  bool zero = false;
+  bool offload_optimizer = false;
+  bool offload_all = false;
+};
+
+Sharding sharding_of(const Resolved& s, const std::vector<Move>& moves,
+                     bool count_changed) {
+  return {has(moves, "zero-stage") || (count_changed && s.zero > 0),
+          has(moves, "offload-optimizer"), has(moves, "offload-all")};
+}
+
+// DeepSpeed's JSON: ZeRO stage and offload.
+std::optional<LaunchBlock> deepspeed_block(const Resolved& s,
+                                           const Sharding& sh) {
+  if (!(sh.zero || sh.offload_optimizer || sh.offload_all) || s.fsdp) {
+    return std::nullopt;
   }
-  // accelerate's FSDP config: full or gradient sharding, CPU offload of
-  // everything (FSDP has no optimizer-only offload).
-  if ((zero || offload_all || s.fsdp) && !offload_opt && s.zero >= 2) {
-    std::vector<std::string> fsdp = {
-        s.zero >= 3 ? "fsdp_sharding_strategy: FULL_SHARD"
-                    : "fsdp_sharding_strategy: SHARD_GRAD_OP"};
-    if (offload_all) {
-      fsdp.emplace_back("fsdp_offload_params: true");
-    }
-    if (has(moves, "checkpointing-full")) {
-      fsdp.emplace_back("fsdp_activation_checkpointing: true");
-    }
-    out.push_back({"accelerate FSDP", join(fsdp, ", ")});
+  std::string z = fmt::format(R"("stage": {})", s.zero);
+  if (sh.offload_optimizer || sh.offload_all) {
+    z += R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})";
   }
-  // torchtune recipe keys, when every move has one.
+  if (sh.offload_all) {
+    z += R"(, "offload_param": {"device": "cpu", "pin_memory": true})";
+  }
+  return LaunchBlock{"DeepSpeed",
+                     fmt::format(R"({{"zero_optimization": {{{}}}}})", z)};
+}
+
+// accelerate's FSDP config: full or gradient sharding, CPU offload of
+// everything (FSDP has no optimizer-only offload).
+std::optional<LaunchBlock> fsdp_block(const Resolved& s,
+                                      const std::vector<Move>& moves,
+                                      const Sharding& sh) {
+  if (!(sh.zero || sh.offload_all || s.fsdp) || sh.offload_optimizer ||
+      s.zero < 2) {
+    return std::nullopt;
+  }
+  std::vector<std::string> fsdp = {
+      s.zero >= 3 ? "fsdp_sharding_strategy: FULL_SHARD"
+                  : "fsdp_sharding_strategy: SHARD_GRAD_OP"};
+  if (sh.offload_all) {
+    fsdp.emplace_back("fsdp_offload_params: true");
+  }
+  if (has(moves, "checkpointing-full")) {
+    fsdp.emplace_back("fsdp_activation_checkpointing: true");
+  }
+  return LaunchBlock{"accelerate FSDP", join(fsdp, ", ")};
+}
+
+// torchtune recipe keys, when every move has one.
+std::optional<LaunchBlock> torchtune_block(const Resolved& s,
+                                           const std::vector<Move>& moves) {
   static constexpr std::array k_torchtune = {
       "checkpointing-full", "activation-offload", "chunked-loss",
       "optimizer-8bit",     "pure-bf16",          "micro-batch",
@@ -132,41 +160,45 @@ std::vector<LaunchBlock> training_blocks(const Resolved& s,
         return std::find(k_torchtune.begin(), k_torchtune.end(), m.id) !=
                k_torchtune.end();
       });
-  if (torchtune && !moves.empty() && (s.zero == 0 || s.zero == 3)) {
-    std::vector<std::string> tt;
-    if (has(moves, "checkpointing-full")) {
-      tt.emplace_back("enable_activation_checkpointing=True");
-    }
-    if (has(moves, "activation-offload")) {
-      tt.emplace_back("enable_activation_offloading=True");
-    }
-    if (has(moves, "chunked-loss")) {
-      tt.emplace_back(
-          "loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss");
-    }
-    if (has(moves, "optimizer-8bit")) {
-      tt.emplace_back(
-          "optimizer._component_=bitsandbytes.optim.PagedAdamW8bit");
-    }
-    if (has(moves, "pure-bf16")) {
-      tt.emplace_back("dtype=bf16");
-    }
-    if (has(moves, "micro-batch")) {
-      tt.push_back(fmt::format("batch_size={} gradient_accumulation_steps={}",
-                               s.batch, s.grad_accum));
-    }
-    if (has(moves, "optimizer-in-bwd")) {
-      tt.emplace_back("optimizer_in_bwd=True");
-    }
-    if (has(moves, "offload-all")) {
-      tt.emplace_back("fsdp_cpu_offload=True");
-    }
-    if (has(moves, "zero-stage")) {
-      tt.emplace_back("(a *_distributed recipe: FSDP2 shards like ZeRO-3)");
-    }
-    out.push_back({"torchtune", join(tt, " ")});
+  if (!torchtune || moves.empty() || (s.zero != 0 && s.zero != 3)) {
+    return std::nullopt;
   }
-  // Megatron-style layouts and recomputation.
+  std::vector<std::string> tt;
+  if (has(moves, "checkpointing-full")) {
+    tt.emplace_back("enable_activation_checkpointing=True");
+  }
+  if (has(moves, "activation-offload")) {
+    tt.emplace_back("enable_activation_offloading=True");
+  }
+  if (has(moves, "chunked-loss")) {
+    tt.emplace_back(
+        "loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss");
+  }
+  if (has(moves, "optimizer-8bit")) {
+    tt.emplace_back("optimizer._component_=bitsandbytes.optim.PagedAdamW8bit");
+  }
+  if (has(moves, "pure-bf16")) {
+    tt.emplace_back("dtype=bf16");
+  }
+  if (has(moves, "micro-batch")) {
+    tt.push_back(fmt::format("batch_size={} gradient_accumulation_steps={}",
+                             s.batch, s.grad_accum));
+  }
+  if (has(moves, "optimizer-in-bwd")) {
+    tt.emplace_back("optimizer_in_bwd=True");
+  }
+  if (has(moves, "offload-all")) {
+    tt.emplace_back("fsdp_cpu_offload=True");
+  }
+  if (has(moves, "zero-stage")) {
+    tt.emplace_back("(a *_distributed recipe: FSDP2 shards like ZeRO-3)");
+  }
+  return LaunchBlock{"torchtune", join(tt, " ")};
+}
+
+// Megatron-style layouts and recomputation.
+std::optional<LaunchBlock> megatron_block(const Resolved& s,
+                                          const std::vector<Move>& moves) {
   std::vector<std::string> megatron;
   if (has(moves, "layout")) {
     megatron.push_back(fmt::format(
@@ -179,14 +211,38 @@ std::vector<LaunchBlock> training_blocks(const Resolved& s,
   if (has(moves, "sequence-parallel")) {
     megatron.emplace_back("--sequence-parallel");
   }
-  if (!megatron.empty()) {
-    out.push_back({"Megatron", join(megatron, " ")});
+  if (megatron.empty()) {
+    return std::nullopt;
   }
-  if (count_changed) {
-    out.push_back({"torchrun",
-                   s.nodes > 1 ? fmt::format("--nnodes {} --nproc_per_node {}",
-                                             s.nodes, s.gpus)
-                               : fmt::format("--nproc_per_node {}", s.gpus)});
+  return LaunchBlock{"Megatron", join(megatron, " ")};
+}
+
+std::optional<LaunchBlock> torchrun_block(const Resolved& s,
+                                          bool count_changed) {
+  if (!count_changed) {
+    return std::nullopt;
+  }
+  return LaunchBlock{
+      "torchrun", s.nodes > 1 ? fmt::format("--nnodes {} --nproc_per_node {}",
+                                            s.nodes, s.gpus)
+                              : fmt::format("--nproc_per_node {}", s.gpus)};
+}
+
+std::vector<LaunchBlock> training_blocks(const Resolved& s,
+                                         const std::vector<Move>& moves,
+                                         bool count_changed) {
+  const Sharding sh = sharding_of(s, moves, count_changed);
+  std::array blocks = {trainer_block(s, moves, count_changed),
+                       deepspeed_block(s, sh),
+                       fsdp_block(s, moves, sh),
+                       torchtune_block(s, moves),
+                       megatron_block(s, moves),
+                       torchrun_block(s, count_changed)};
+  std::vector<LaunchBlock> out;
+  for (std::optional<LaunchBlock>& block : blocks) {
+    if (block) {
+      out.push_back(std::move(*block));
+    }
   }
   return out;
 }
@@ -570,101 +626,122 @@ void other_gpus(const Ctx& c, std::vector<Fix>& out) {
   }
 }
 
-void change_job(const Ctx& c, std::vector<Fix>& out) {
+// LoRA or QLoRA instead of full fine-tuning, with the cheapest moves
+// (QLoRA only when LoRA does not fit).
+std::optional<Fix> adapter_fix(const Ctx& c) {
+  const Resolved& r = c.priced.setup;
+  for (const Mode mode : {Mode::lora, Mode::qlora}) {
+    Setup t = c.base;
+    t.mode = mode;
+    t.quant = Quant::automatic;
+    t.precision = Precision::mixed;
+    Searcher searcher(c.model, t, SearchScope{});
+    const auto found =
+        searcher.best(c.gpu, r.total_gpus(), Objective::balanced);
+    if (!found) {
+      continue;
+    }
+    const bool q = mode == Mode::qlora;
+    std::string title =
+        q ? "QLoRA (4-bit NF4 base + LoRA adapters) instead of "
+            "full fine-tuning"
+          : fmt::format("LoRA (rank {}) instead of full fine-tuning",
+                        t.lora_rank);
+    if (!found->moves.empty()) {
+      title += " + " + moves_title(found->moves);
+    }
+    return from_found(c, FixGroup::change_job, *found, q ? "qlora" : "lora",
+                      title,
+                      q ? "trains adapters over a 4-bit frozen base"
+                        : "trains adapters only");
+  }
+  return std::nullopt;
+}
+
+// vLLM: the longest --max-model-len that fits (on a 256-token grid).
+std::optional<Fix> max_model_len_fix(const Ctx& c) {
   const Setup& s = c.base;
   const Resolved& r = c.priced.setup;
-  if (r.training() && r.mode == Mode::full) {
-    // LoRA or QLoRA instead of full fine-tuning, with the cheapest moves.
-    for (const Mode mode : {Mode::lora, Mode::qlora}) {
-      Setup t = s;
-      t.mode = mode;
-      t.quant = Quant::automatic;
-      t.precision = Precision::mixed;
-      Searcher searcher(c.model, t, SearchScope{});
-      const auto found =
-          searcher.best(c.gpu, r.total_gpus(), Objective::balanced);
-      if (found) {
-        const bool q = mode == Mode::qlora;
-        std::string title =
-            q ? "QLoRA (4-bit NF4 base + LoRA adapters) instead of "
-                "full fine-tuning"
-              : fmt::format("LoRA (rank {}) instead of full fine-tuning",
-                            t.lora_rank);
-        if (!found->moves.empty()) {
-          title += " + " + moves_title(found->moves);
-        }
-        out.push_back(from_found(c, FixGroup::change_job, *found,
-                                 q ? "qlora" : "lora", title,
-                                 q ? "trains adapters over a 4-bit frozen base"
-                                   : "trains adapters only"));
-        break;  // QLoRA only when LoRA does not fit
-      }
+  const auto with_length = [&](std::int64_t n) {
+    Setup t = s;
+    t.max_model_len = n;
+    t.seq = std::min(s.seq, n);
+    return t;
+  };
+  const auto best = largest_fitting(c, 256, r.max_model_len, 256, with_length);
+  if (!best) {
+    return std::nullopt;
+  }
+  return job_fix(
+      c, "max-model-len",
+      fmt::format("max-model-len {} -> {}", r.max_model_len, *best),
+      with_length(*best),
+      fmt::format("longest request {} -> {} tokens", r.max_model_len, *best),
+      {{"max-model-len", "", Risk::none}});
+}
+
+// The longest --seq that fits (on a 256-token grid).
+std::optional<Fix> shorter_seq_fix(const Ctx& c) {
+  const Resolved& r = c.priced.setup;
+  const auto with_length = [&](std::int64_t n) {
+    Setup t = c.base;
+    t.seq = n;
+    t.max_model_len.reset();
+    return t;
+  };
+  const auto best = largest_fitting(c, 256, r.seq, 256, with_length);
+  if (!best) {
+    return std::nullopt;
+  }
+  return job_fix(
+      c, "shorter-seq",
+      fmt::format("sequence length {} -> {} tokens", r.seq, *best),
+      with_length(*best),
+      fmt::format("sequences of {} tokens instead of {}", *best, r.seq));
+}
+
+// Fewer sequences per step: a smaller global batch in training, fewer
+// concurrent sequences in inference; the largest halving that fits.
+std::optional<Fix> fewer_sequences_fix(const Ctx& c) {
+  const Resolved& r = c.priced.setup;
+  for (std::int64_t b = r.batch / 2; b >= 1; b /= 2) {
+    Setup t = c.base;
+    t.batch = b;
+    const std::string change =
+        r.training() ? fmt::format("global batch {} -> {} sequences",
+                                   r.batch * r.grad_accum * r.dp(),
+                                   b * r.grad_accum * r.dp())
+                     : fmt::format("{} -> {} sequences at once", r.batch, b);
+    if (auto fix = job_fix(
+            c, r.training() ? "smaller-batch" : "fewer-sequences",
+            r.training()
+                ? fmt::format("micro-batch {} -> {} (same grad-accum)", r.batch,
+                              b)
+                : fmt::format("{} -> {} concurrent sequences", r.batch, b),
+            t, change, {{"smaller-batch", "", Risk::none}})) {
+      return fix;
     }
+  }
+  return std::nullopt;
+}
+
+void change_job(const Ctx& c, std::vector<Fix>& out) {
+  const Resolved& r = c.priced.setup;
+  const auto keep = [&out](std::optional<Fix> fix) {
+    if (fix) {
+      out.push_back(std::move(*fix));
+    }
+  };
+  if (r.training() && r.mode == Mode::full) {
+    keep(adapter_fix(c));
   }
   if (r.engine == Engine::vllm && !r.training()) {
-    const auto best =
-        largest_fitting(c, 256, r.max_model_len, 256, [&](std::int64_t n) {
-          Setup t = s;
-          t.max_model_len = n;
-          t.seq = std::min(s.seq, n);
-          return t;
-        });
-    if (best) {
-      Setup t = s;
-      t.max_model_len = *best;
-      t.seq = std::min(s.seq, *best);
-      if (auto fix = job_fix(
-              c, "max-model-len",
-              fmt::format("max-model-len {} -> {}", r.max_model_len, *best), t,
-              fmt::format("longest request {} -> {} tokens", r.max_model_len,
-                          *best),
-              {{"max-model-len", "", Risk::none}})) {
-        out.push_back(std::move(*fix));
-      }
-    }
+    keep(max_model_len_fix(c));
   } else if (r.seq > 512) {
-    const auto best = largest_fitting(c, 256, r.seq, 256, [&](std::int64_t n) {
-      Setup t = s;
-      t.seq = n;
-      t.max_model_len.reset();
-      return t;
-    });
-    if (best) {
-      Setup t = s;
-      t.seq = *best;
-      t.max_model_len.reset();
-      if (auto fix = job_fix(
-              c, "shorter-seq",
-              fmt::format("sequence length {} -> {} tokens", r.seq, *best), t,
-              fmt::format("sequences of {} tokens instead of {}", *best,
-                          r.seq))) {
-        out.push_back(std::move(*fix));
-      }
-    }
+    keep(shorter_seq_fix(c));
   }
   if (r.batch > 1) {
-    // Fewer sequences per step: a smaller global batch in training, fewer
-    // concurrent sequences in inference.
-    for (std::int64_t b = r.batch / 2; b >= 1; b /= 2) {
-      Setup t = s;
-      t.batch = b;
-      const std::string change =
-          r.training() ? fmt::format("global batch {} -> {} sequences",
-                                     r.batch * r.grad_accum * r.dp(),
-                                     b * r.grad_accum * r.dp())
-                       : fmt::format("{} -> {} sequences at once", r.batch, b);
-      if (auto fix = job_fix(
-              c, r.training() ? "smaller-batch" : "fewer-sequences",
-              r.training()
-                  ? fmt::format("micro-batch {} -> {} (same "
-                                "grad-accum)",
-                                r.batch, b)
-                  : fmt::format("{} -> {} concurrent sequences", r.batch, b),
-              t, change, {{"smaller-batch", "", Risk::none}})) {
-        out.push_back(std::move(*fix));
-        break;
-      }
-    }
+    keep(fewer_sequences_fix(c));
   }
 }
 

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,151 +112,237 @@ struct Verdict {
   std::vector<std::string> evidence;
 };
 
-// The numeric rules (fragmentation .. shortfall) on one message.
+// What a numeric rule found: its cause, the line that says why (first in
+// the evidence) and the lines that add to it.
+struct Finding {
+  OomCause cause = OomCause::shortfall;
+  std::optional<std::string> headline;
+  std::vector<std::string> details;
+};
+
+// fragmentation: U ≥ R and U ≥ 5 % of C and F < R.
+std::optional<Finding> fragmentation(const OomMessage& /*m*/,
+                                     const Numbers& n) {
+  if (!(n.u && n.r && n.c && n.f && *n.u >= *n.r &&
+        *n.u >= share_of(k_frag_share, *n.c) && *n.f < *n.r)) {
+    return std::nullopt;
+  }
+  return Finding{
+      OomCause::fragmentation,
+      fmt::format("{} reserved but unallocated ≥ the {} request while {} is "
+                  "free",
+                  size(*n.u), size(*n.r), size(*n.f)),
+      {fmt::format("the cached {} is {} of the {} card (≥ 5 %), but no free "
+                   "block in it is large enough for {}",
+                   size(*n.u), pct(*n.u, *n.c), size(*n.c), size(*n.r))}};
+}
+
+// unknown: F ≥ R + max(5 % of C, 256 MiB): the numbers do not explain the
+// failure (a per-process cap, or memory paged to the host, may).
+std::optional<Finding> unknown(const OomMessage& m, const Numbers& n) {
+  if (!(n.f && n.r && n.c)) {
+    return std::nullopt;
+  }
+  const Bytes margin =
+      std::max(share_of(k_unknown_share, *n.c), k_margin_floor);
+  if (*n.f < *n.r + margin) {
+    return std::nullopt;
+  }
+  Finding found{OomCause::unknown,
+                fmt::format("{} free ≥ the {} request + {}: the numbers do not "
+                            "explain the failure",
+                            size(*n.f), size(*n.r), size(margin)),
+                {}};
+  if (m.allowed_bytes) {
+    found.details.push_back(fmt::format(
+        "the process is capped at {} (torch.cuda."
+        "set_per_process_memory_fraction): {} allocated + {} requested "
+        "against that cap",
+        size(*m.allowed_bytes), size(n.a.value_or(0)), size(*n.r)));
+  }
+  if (n.a && *n.a > *n.c) {
+    found.details.push_back(fmt::format(
+        "{} allocated on a {} card: the driver pages GPU memory to system "
+        "memory (Windows/WSL shared memory or unified memory)",
+        size(*n.a), size(*n.c)));
+  }
+  return found;
+}
+
+// large_allocation: R ≥ 25 % of C.
+std::optional<Finding> large_allocation(const OomMessage& m, const Numbers& n) {
+  if (!(n.r && n.c && *n.r >= share_of(k_large_share, *n.c))) {
+    return std::nullopt;
+  }
+  Finding found{
+      OomCause::large_allocation,
+      *n.r > *n.c
+          ? fmt::format("the {} request is larger than the whole {} card ({})",
+                        size(*n.r), size(*n.c), pct(*n.r, *n.c))
+          : fmt::format("the {} request is {} of the {} card (≥ 25 %)",
+                        size(*n.r), pct(*n.r, *n.c), size(*n.c)),
+      {}};
+  if (m.kind == OomKind::xla_compile) {
+    found.details.push_back(
+        fmt::format("the compiled program needs {} of HBM; the device has {}",
+                    size(*n.r), size(*n.c)));
+  }
+  return found;
+}
+
+// other_processes, when P is printed: C − F − P ≥ 20 % of C.
+std::optional<Finding> others_beside_this_process(const OomMessage& m,
+                                                  const Numbers& n) {
+  const Bytes others = *n.c - *n.f - *n.p;
+  if (others < share_of(k_other_share, *n.c)) {
+    return std::nullopt;
+  }
+  Finding found{OomCause::other_processes,
+                fmt::format("{} of the {} card is neither free ({}) nor this "
+                            "process's ({}): {} held by other processes",
+                            size(others), size(*n.c), size(*n.f), size(*n.p),
+                            pct(others, *n.c)),
+                {}};
+  if (!m.processes.empty()) {
+    found.details.push_back(
+        fmt::format("{} other processes listed, {} together",
+                    m.processes.size(), size(*n.listed)));
+  }
+  return found;
+}
+
+// other_processes, else: the listed processes sum to ≥ 20 % of C.
+std::optional<Finding> listed_processes(const Numbers& n) {
+  if (*n.listed < share_of(k_other_share, *n.c)) {
+    return std::nullopt;
+  }
+  Finding found{OomCause::other_processes,
+                fmt::format("the listed processes hold {} ({} of the {} card)",
+                            size(*n.listed), pct(*n.listed, *n.c), size(*n.c)),
+                {}};
+  if (n.self_listed) {
+    found.details.push_back(fmt::format(
+        "not counting the {} process taken as this job (it holds its {} "
+        "allocated + {} reserved; inside a container NVML shows host PIDs)",
+        size(*n.self_listed), size(*n.a), size(*n.u)));
+  }
+  return found;
+}
+
+// other_processes, else: C − F − A − U ≥ 20 % of C and ≥ 2 GiB.
+std::optional<Finding> outside_the_allocator(const Numbers& n) {
+  const Bytes others = *n.c - *n.f - *n.a - *n.u;
+  if (others < share_of(k_other_share, *n.c) || others < k_other_floor) {
+    return std::nullopt;
+  }
+  return Finding{
+      OomCause::other_processes,
+      fmt::format("{} − {} free − {} allocated − {} cached = {} ({}) is held "
+                  "outside PyTorch's allocator: other processes (or this "
+                  "process's non-PyTorch memory)",
+                  size(*n.c), size(*n.f), size(*n.a), size(*n.u), size(others),
+                  pct(others, *n.c)),
+      {}};
+}
+
+// other_processes: C − F − P ≥ 20 % of C when P is printed; else the listed
+// processes sum to ≥ 20 % of C; else C − F − A − U ≥ 20 % of C and ≥ 2 GiB.
+// The first clause whose numbers the message states decides.
+std::optional<Finding> other_processes(const OomMessage& m, const Numbers& n) {
+  if (n.c && n.f && n.p) {
+    return others_beside_this_process(m, n);
+  }
+  if (n.c && n.listed) {
+    return listed_processes(n);
+  }
+  if (n.c && n.f && n.a && n.u) {
+    return outside_the_allocator(n);
+  }
+  return std::nullopt;
+}
+
+// The headline of a shortfall: what the message says about the request.
+std::optional<std::string> shortfall_headline(const OomMessage& m,
+                                              const Numbers& n) {
+  if (n.r && n.f && n.c) {
+    return fmt::format(
+        "the {} request does not fit in the {} free of the {} card", size(*n.r),
+        size(*n.f), size(*n.c));
+  }
+  if (n.r && n.f) {
+    return fmt::format("the {} request does not fit in the {} free", size(*n.r),
+                       size(*n.f));
+  }
+  if (n.r && n.c && (n.p || n.a)) {
+    const Bytes used = n.p ? *n.p : *n.a;
+    return fmt::format("the {} request on top of the {} in use {} the {} {}",
+                       size(*n.r), size(used),
+                       used + *n.r > *n.c ? "exceeds" : "nears", size(*n.c),
+                       m.kind == OomKind::mps_allocator ? "limit" : "card");
+  }
+  if (n.r) {
+    return fmt::format(
+        "a {} allocation failed; the message states no capacity or free "
+        "figure",
+        size(*n.r));
+  }
+  return std::nullopt;
+}
+
+// shortfall, otherwise: the request does not fit in what is left.
+Finding shortfall(const OomMessage& m, const Numbers& n) {
+  Finding found{OomCause::shortfall, shortfall_headline(m, n), {}};
+  if (n.p && n.c) {
+    found.details.push_back(fmt::format(
+        "this process holds {} ({}) of the card{}", size(*n.p), pct(*n.p, *n.c),
+        n.a ? fmt::format(", {} of it allocated by PyTorch", size(*n.a))
+            : std::string()));
+  } else if (n.a && n.c) {
+    found.details.push_back(
+        fmt::format("PyTorch holds {} allocated ({}) of the card", size(*n.a),
+                    pct(*n.a, *n.c)));
+  }
+  if (n.u && n.r && *n.u > 0) {
+    found.details.push_back(
+        fmt::format("{} is reserved but unallocated ({} the request)",
+                    size(*n.u), *n.u >= *n.r ? "≥" : "<"));
+  }
+  return found;
+}
+
+// DESIGN §2's numeric rules in their order; the first that matches wins,
+// else shortfall.
+using Rule = std::optional<Finding> (*)(const OomMessage&, const Numbers&);
+constexpr std::array<Rule, 4> k_numeric_rules = {
+    fragmentation, unknown, large_allocation, other_processes};
+
+// The numeric rules (fragmentation .. shortfall) on one message. The
+// evidence: the rule's headline, the note on an ignored P, its details.
 Verdict numeric_rules(const OomMessage& m) {
   const Numbers n = numbers_of(m);
-  Verdict v;
-  auto& ev = v.evidence;
+  std::optional<Finding> found;
+  for (const Rule rule : k_numeric_rules) {
+    found = rule(m, n);
+    if (found) {
+      break;
+    }
+  }
+  if (!found) {
+    found = shortfall(m, n);
+  }
+  Verdict v{found->cause, {}};
+  if (found->headline) {
+    v.evidence.push_back(std::move(*found->headline));
+  }
   if (n.p_ignored) {
-    ev.push_back(fmt::format(
+    v.evidence.push_back(fmt::format(
         "\"this process has {}\" is less than PyTorch's own {} allocated + {} "
         "reserved: NVML could not see the process (a container?), so it is "
         "not used",
         size(*m.process_bytes), size(*n.a), size(*n.u)));
   }
-  if (n.u && n.r && n.c && n.f && *n.u >= *n.r &&
-      *n.u >= share_of(k_frag_share, *n.c) && *n.f < *n.r) {
-    v.cause = OomCause::fragmentation;
-    ev.insert(ev.begin(),
-              fmt::format("{} reserved but unallocated ≥ the {} request while "
-                          "{} is free",
-                          size(*n.u), size(*n.r), size(*n.f)));
-    ev.push_back(fmt::format(
-        "the cached {} is {} of the {} card (≥ 5 %), but no free block in it "
-        "is large enough for {}",
-        size(*n.u), pct(*n.u, *n.c), size(*n.c), size(*n.r)));
-    return v;
-  }
-  if (n.f && n.r && n.c) {
-    const Bytes margin =
-        std::max(share_of(k_unknown_share, *n.c), k_margin_floor);
-    if (*n.f >= *n.r + margin) {
-      v.cause = OomCause::unknown;
-      ev.insert(ev.begin(),
-                fmt::format("{} free ≥ the {} request + {}: the numbers do not "
-                            "explain the failure",
-                            size(*n.f), size(*n.r), size(margin)));
-      if (m.allowed_bytes) {
-        ev.push_back(fmt::format(
-            "the process is capped at {} (torch.cuda."
-            "set_per_process_memory_fraction): {} allocated + {} requested "
-            "against that cap",
-            size(*m.allowed_bytes), size(n.a.value_or(0)), size(*n.r)));
-      }
-      if (n.a && *n.a > *n.c) {
-        ev.push_back(fmt::format(
-            "{} allocated on a {} card: the driver pages GPU memory to system "
-            "memory (Windows/WSL shared memory or unified memory)",
-            size(*n.a), size(*n.c)));
-      }
-      return v;
-    }
-  }
-  if (n.r && n.c && *n.r >= share_of(k_large_share, *n.c)) {
-    v.cause = OomCause::large_allocation;
-    ev.insert(ev.begin(),
-              *n.r > *n.c
-                  ? fmt::format("the {} request is larger than the whole {} "
-                                "card ({})",
-                                size(*n.r), size(*n.c), pct(*n.r, *n.c))
-                  : fmt::format("the {} request is {} of the {} card (≥ 25 %)",
-                                size(*n.r), pct(*n.r, *n.c), size(*n.c)));
-    if (m.kind == OomKind::xla_compile) {
-      ev.push_back(
-          fmt::format("the compiled program needs {} of HBM; the device has {}",
-                      size(*n.r), size(*n.c)));
-    }
-    return v;
-  }
-  if (n.c && n.f && n.p) {
-    const Bytes others = *n.c - *n.f - *n.p;
-    if (others >= share_of(k_other_share, *n.c)) {
-      v.cause = OomCause::other_processes;
-      ev.insert(ev.begin(),
-                fmt::format("{} of the {} card is neither free ({}) nor this "
-                            "process's ({}): {} held by other processes",
-                            size(others), size(*n.c), size(*n.f), size(*n.p),
-                            pct(others, *n.c)));
-      if (!m.processes.empty()) {
-        ev.push_back(fmt::format("{} other processes listed, {} together",
-                                 m.processes.size(), size(*n.listed)));
-      }
-      return v;
-    }
-  } else if (n.c && n.listed) {
-    if (*n.listed >= share_of(k_other_share, *n.c)) {
-      v.cause = OomCause::other_processes;
-      ev.insert(ev.begin(),
-                fmt::format("the listed processes hold {} ({} of the {} card)",
-                            size(*n.listed), pct(*n.listed, *n.c), size(*n.c)));
-      if (n.self_listed) {
-        ev.push_back(fmt::format(
-            "not counting the {} process taken as this job (it holds its {} "
-            "allocated + {} reserved; inside a container NVML shows host PIDs)",
-            size(*n.self_listed), size(*n.a), size(*n.u)));
-      }
-      return v;
-    }
-  } else if (n.c && n.f && n.a && n.u) {
-    const Bytes others = *n.c - *n.f - *n.a - *n.u;
-    if (others >= share_of(k_other_share, *n.c) && others >= k_other_floor) {
-      v.cause = OomCause::other_processes;
-      ev.insert(ev.begin(),
-                fmt::format("{} − {} free − {} allocated − {} cached = {} ({}) "
-                            "is held outside PyTorch's allocator: other "
-                            "processes (or this process's non-PyTorch memory)",
-                            size(*n.c), size(*n.f), size(*n.a), size(*n.u),
-                            size(others), pct(others, *n.c)));
-      return v;
-    }
-  }
-  v.cause = OomCause::shortfall;
-  if (n.r && n.f && n.c) {
-    ev.insert(ev.begin(),
-              fmt::format("the {} request does not fit in the {} free of the "
-                          "{} card",
-                          size(*n.r), size(*n.f), size(*n.c)));
-  } else if (n.r && n.f) {
-    ev.insert(ev.begin(), fmt::format("the {} request does not fit in the {} "
-                                      "free",
-                                      size(*n.r), size(*n.f)));
-  } else if (n.r && n.c && (n.p || n.a)) {
-    const Bytes used = n.p ? *n.p : *n.a;
-    ev.insert(ev.begin(),
-              fmt::format("the {} request on top of the {} in use {} the {} {}",
-                          size(*n.r), size(used),
-                          used + *n.r > *n.c ? "exceeds" : "nears", size(*n.c),
-                          m.kind == OomKind::mps_allocator ? "limit" : "card"));
-  } else if (n.r) {
-    ev.insert(ev.begin(),
-              fmt::format("a {} allocation failed; the message states no "
-                          "capacity or free figure",
-                          size(*n.r)));
-  }
-  if (n.p && n.c) {
-    ev.push_back(fmt::format("this process holds {} ({}) of the card{}",
-                             size(*n.p), pct(*n.p, *n.c),
-                             n.a ? fmt::format(", {} of it allocated by "
-                                               "PyTorch",
-                                               size(*n.a))
-                                 : std::string()));
-  } else if (n.a && n.c) {
-    ev.push_back(fmt::format("PyTorch holds {} allocated ({}) of the card",
-                             size(*n.a), pct(*n.a, *n.c)));
-  }
-  if (n.u && n.r && *n.u > 0) {
-    ev.push_back(fmt::format("{} is reserved but unallocated ({} the request)",
-                             size(*n.u), *n.u >= *n.r ? "≥" : "<"));
+  for (std::string& line : found->details) {
+    v.evidence.push_back(std::move(line));
   }
   return v;
 }
@@ -397,6 +485,14 @@ Verdict classify(const Diagnosis& d) {
 
 // --- fixes ------------------------------------------------------------------
 
+// A fix's words (DESIGN §2 diagnosis `fixes`): id, title, args, cost.
+struct FixText {
+  std::string_view id;
+  std::string_view title;
+  std::string_view args;
+  std::string_view cost;
+};
+
 struct FixList {
   std::vector<OomFix> fixes;
   void add(std::string id, std::string title, std::string args,
@@ -409,7 +505,110 @@ struct FixList {
     fix.cost = std::move(cost);
     fixes.push_back(std::move(fix));
   }
+  void add(const FixText& f) {
+    add(std::string(f.id), std::string(f.title), std::string(f.args),
+        std::string(f.cost));
+  }
 };
+
+// The fixes whose words do not depend on the message.
+constexpr FixText k_find_other_process{
+    "find-other-process", "Find what else holds the GPU",
+    "nvidia-smi --query-compute-apps=pid,process_name,used_memory "
+    "--format=csv",
+    "none"};
+constexpr FixText k_stop_or_move{
+    "stop-or-move", "Stop the other process, or run on an idle GPU",
+    "CUDA_VISIBLE_DEVICES=<an idle GPU>", "none"};
+constexpr FixText k_reduce_batch{
+    "reduce-batch", "Halve the micro-batch and double gradient accumulation",
+    "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
+    "same global batch; smaller matrix multiplies run a little slower"};
+constexpr FixText k_gradient_checkpointing{
+    "gradient-checkpointing",
+    "Recompute activations in the backward pass instead of storing them",
+    "gradient_checkpointing=True",
+    "about one extra forward pass per step (~30 % more compute)"};
+constexpr FixText k_shorter_sequence{
+    "shorter-sequence",
+    "Train on shorter sequences (or serve a shorter --max-model-len)",
+    "max_seq_length ÷ 2", "long inputs are truncated or rejected"};
+constexpr FixText k_plan_the_setup{
+    "plan-the-setup", "Price every fix for this model and these GPUs",
+    "oomplan diagnose LOG MODEL --gpus NxGPU [plan options]", "none"};
+constexpr FixText k_empty_cache{
+    "empty-cache-between-phases",
+    "Release cached blocks between phases (after evaluation, generation or "
+    "loading)",
+    "torch.cuda.empty_cache()",
+    "the next allocations go back to cudaMalloc (milliseconds)"};
+constexpr FixText k_leave_room_for_nccl{
+    "leave-room-for-nccl", "Leave room on each GPU for NCCL's buffers",
+    "NCCL_BUFFSIZE=2097152",
+    "half NCCL's default 4 MiB per channel; large collectives may run "
+    "slower"};
+constexpr FixText k_lower_framework_memory{
+    "lower-framework-memory",
+    "Lower the framework's own memory target on these GPUs",
+    "--gpu-memory-utilization 0.85 (vLLM)",
+    "less KV cache (vLLM) or a smaller batch (training)"};
+constexpr FixText k_one_process_per_gpu{
+    "one-process-per-gpu",
+    "Check that each rank uses its own GPU (LOCAL_RANK → "
+    "torch.cuda.set_device)",
+    "torch.cuda.set_device(local_rank)", "none"};
+constexpr FixText k_kv_cache_fp8{
+    "kv-cache-fp8", "Store the KV cache in FP8", "--kv-cache-dtype fp8",
+    "half the KV bytes per token; a small accuracy cost"};
+constexpr FixText k_smaller_profile{
+    "smaller-profile", "Shrink the profiled activation peak",
+    "--max-num-batched-tokens 2048 --max-num-seqs 64", "lower peak throughput"};
+constexpr FixText k_quantize_weights{
+    "quantize-weights", "Serve a quantized checkpoint",
+    "--quantization fp8 (or an AWQ/GPTQ checkpoint)", "a small accuracy cost"};
+constexpr FixText k_tensor_parallel{
+    "tensor-parallel", "Split the model and its KV cache over GPUs",
+    "--tensor-parallel-size 2", "twice the GPUs"};
+constexpr FixText k_halve_batch{
+    "reduce-batch", "Halve the micro-batch (the request grows with it)",
+    "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
+    "same global batch; slightly slower steps"};
+constexpr FixText k_efficient_attention{
+    "efficient-attention",
+    "Use fused attention instead of materializing batch × heads × seq² "
+    "scores",
+    "attn_implementation=\"sdpa\" (or \"flash_attention_2\")",
+    "none on supported GPUs"};
+constexpr FixText k_shorter_chunks{
+    "shorter-sequence", "Process shorter sequences or smaller chunks",
+    "max_seq_length ÷ 2", "long inputs are split or truncated"};
+constexpr FixText k_memory_snapshot{
+    "memory-snapshot", "Record where the memory went",
+    "torch.cuda.memory._record_memory_history(); "
+    "torch.cuda.memory._dump_snapshot(\"oom.pickle\")",
+    "slower steps while recording"};
+constexpr FixText k_raise_memory_fraction{
+    "raise-memory-fraction", "Raise or remove the per-process memory cap",
+    "torch.cuda.set_per_process_memory_fraction(0.95)",
+    "less room for other processes"};
+constexpr FixText k_check_limits{
+    "check-limits",
+    "Check for a memory cap: a per-process fraction, a MIG slice or "
+    "CUDA_VISIBLE_DEVICES pointing elsewhere",
+    "nvidia-smi -q -d MEMORY", "none"};
+constexpr FixText k_xla_memory_fraction{
+    "xla-memory-fraction",
+    "Let XLA use more than its default 75 % of GPU memory",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION=.95", "less room for other processes"};
+constexpr FixText k_smaller_workspace{
+    "smaller-workspace",
+    "Size DeepSpeed's inference workspace for shorter outputs",
+    "deepspeed.init_inference(..., max_out_tokens=<lower>)",
+    "shorter generations"};
+constexpr FixText k_8bit_optimizer{
+    "8-bit-optimizer", "Keep AdamW's states in 8 bits",
+    "optim=\"adamw_bnb_8bit\"",
+    "6 bytes per parameter less; rarely an accuracy cost"};
 
 // The allocator variable to set. PyTorch 2.9 renamed it PYTORCH_ALLOC_CONF
 // and prints that name, but 2.9.1 ignores expandable_segments there on CUDA
@@ -422,219 +621,197 @@ std::string alloc_env(const OomMessage& m) {
   return "PYTORCH_CUDA_ALLOC_CONF";
 }
 
-void add_find_process(FixList& l) {
-  l.add("find-other-process", "Find what else holds the GPU",
-        "nvidia-smi --query-compute-apps=pid,process_name,used_memory "
-        "--format=csv",
-        "none");
-}
-
 void add_batch_fixes(FixList& l) {
-  l.add("reduce-batch",
-        "Halve the micro-batch and double gradient accumulation",
-        "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
-        "same global batch; smaller matrix multiplies run a little slower");
-  l.add("gradient-checkpointing",
-        "Recompute activations in the backward pass instead of storing them",
-        "gradient_checkpointing=True",
-        "about one extra forward pass per step (~30 % more compute)");
-  l.add("shorter-sequence",
-        "Train on shorter sequences (or serve a shorter --max-model-len)",
-        "max_seq_length ÷ 2", "long inputs are truncated or rejected");
-}
-
-void add_plan_fix(FixList& l) {
-  l.add("plan-the-setup", "Price every fix for this model and these GPUs",
-        "oomplan diagnose LOG MODEL --gpus NxGPU [plan options]", "none");
+  l.add(k_reduce_batch);
+  l.add(k_gradient_checkpointing);
+  l.add(k_shorter_sequence);
 }
 
 std::string util_text(double u) {
   return fmt::format("{:.2f}", u);
 }
 
+// Expandable segments exist from PyTorch 2.1 (c10 Note [Expandable
+// Segments]); a 1.x-format message comes from 2.0 or older, which gets
+// max_split_size_mb first.
+void fragmentation_fixes(FixList& l, const OomMessage& m,
+                         const LogContext& /*ctx*/) {
+  const bool old = m.format == OomFormat::pytorch1;
+  auto expandable = [&] {
+    l.add("expandable-segments",
+          "Let the caching allocator grow segments instead of splitting them",
+          alloc_env(m) + "=expandable_segments:True",
+          old ? "needs PyTorch 2.1 or later"
+              : "none on Linux; first allocations slightly slower, and CUDA "
+                "IPC of these tensors is unsupported");
+  };
+  auto max_split = [&] {
+    l.add("max-split-size",
+          "Keep the allocator from splitting large cached blocks",
+          alloc_env(m) + "=max_split_size_mb:512",
+          "more cudaMalloc calls for large tensors");
+  };
+  if (old) {
+    max_split();
+  } else {
+    expandable();
+  }
+  l.add(k_empty_cache);
+  if (old) {
+    expandable();
+  } else {
+    max_split();
+  }
+  add_batch_fixes(l);
+}
+
+void nccl_fixes(FixList& l) {
+  l.add(k_leave_room_for_nccl);
+  l.add(k_find_other_process);
+  l.add(k_lower_framework_memory);
+}
+
+void other_process_fixes(FixList& l, const OomMessage& m,
+                         const LogContext& /*ctx*/) {
+  if (m.kind == OomKind::nccl) {
+    nccl_fixes(l);
+    return;
+  }
+  l.add(k_find_other_process);
+  l.add(k_stop_or_move);
+  add_batch_fixes(l);
+}
+
+void context_creation_fixes(FixList& l, const OomMessage& m,
+                            const LogContext& /*ctx*/) {
+  if (m.kind == OomKind::nccl) {
+    nccl_fixes(l);
+    return;
+  }
+  l.add(k_find_other_process);
+  l.add(k_stop_or_move);
+  l.add(k_one_process_per_gpu);
+}
+
+void vllm_startup_fixes(FixList& l, const OomMessage& m,
+                        const LogContext& /*ctx*/) {
+  l.add(k_find_other_process);
+  if (m.free_bytes && m.capacity_bytes && *m.capacity_bytes > 0) {
+    // vLLM starts when gpu_util x total <= free (request_memory).
+    const double fit = std::floor(100.0 * static_cast<double>(*m.free_bytes) /
+                                  static_cast<double>(*m.capacity_bytes)) /
+                       100.0;
+    if (fit >= 0.05) {
+      l.add("lower-gpu-memory-utilization",
+            "Ask vLLM for no more than what is free",
+            "--gpu-memory-utilization " + util_text(fit),
+            "a smaller KV cache: fewer concurrent sequences");
+    }
+  }
+  l.add(k_stop_or_move);
+}
+
+// The utilization that leaves room for one full-length sequence, from the
+// message's shortfall and the log's start-up profile; nullopt when either
+// is missing.
+std::optional<double> utilization_for_one_sequence(const OomMessage& m,
+                                                   const LogContext& ctx) {
+  const std::optional<double> util =
+      m.gpu_util ? m.gpu_util : ctx.vllm_gpu_util;
+  if (!(m.requested_bytes && m.free_bytes && util && ctx.vllm_total_bytes &&
+        *ctx.vllm_total_bytes > 0)) {
+    return std::nullopt;
+  }
+  const double need =
+      *util + static_cast<double>(*m.requested_bytes - *m.free_bytes) /
+                  static_cast<double>(*ctx.vllm_total_bytes);
+  return std::ceil(need * 100.0) / 100.0;
+}
+
+void vllm_kv_cache_fixes(FixList& l, const OomMessage& m,
+                         const LogContext& ctx) {
+  const bool max_len = m.kind == OomKind::vllm_max_seq_len;
+  if (max_len && (m.estimated_max_model_len || m.kv_tokens)) {
+    l.add("max-model-len", "Cap the context at what the KV cache holds",
+          fmt::format("--max-model-len {}", m.estimated_max_model_len
+                                                ? *m.estimated_max_model_len
+                                                : *m.kv_tokens),
+          "longer requests are rejected");
+  }
+  const std::optional<double> needed =
+      max_len ? utilization_for_one_sequence(m, ctx) : std::nullopt;
+  if (needed) {
+    if (*needed <= 0.98) {
+      l.add("raise-gpu-memory-utilization",
+            "Give vLLM enough of the card for one full-length sequence",
+            "--gpu-memory-utilization " + util_text(*needed),
+            "less room for other processes on the GPU");
+    }
+  } else {
+    l.add("raise-gpu-memory-utilization",
+          "Give vLLM more of the card (the default is 0.9)",
+          "--gpu-memory-utilization 0.95",
+          "less room for other processes on the GPU");
+  }
+  l.add(k_kv_cache_fp8);
+  if (!max_len) {
+    l.add(k_smaller_profile);
+    l.add(k_quantize_weights);
+  }
+  l.add(k_tensor_parallel);
+}
+
+void large_allocation_fixes(FixList& l, const OomMessage& /*m*/,
+                            const LogContext& /*ctx*/) {
+  l.add(k_halve_batch);
+  l.add(k_efficient_attention);
+  l.add(k_shorter_chunks);
+  l.add(k_plan_the_setup);
+}
+
+void unknown_fixes(FixList& l, const OomMessage& m, const LogContext& /*ctx*/) {
+  l.add(k_memory_snapshot);
+  l.add(m.allowed_bytes ? k_raise_memory_fraction : k_check_limits);
+  l.add("expandable-segments",
+        "Let the caching allocator grow segments instead of splitting them",
+        alloc_env(m) + "=expandable_segments:True", "none on Linux");
+}
+
+void shortfall_fixes(FixList& l, const OomMessage& m,
+                     const LogContext& /*ctx*/) {
+  if (m.source == "xla") {
+    l.add(k_xla_memory_fraction);
+  }
+  if (m.kind == OomKind::deepspeed_workspace) {
+    l.add(k_smaller_workspace);
+  }
+  add_batch_fixes(l);
+  l.add(k_8bit_optimizer);
+  l.add(k_plan_the_setup);
+}
+
+// Each cause's fixes, best first.
+struct CauseFixes {
+  OomCause cause;
+  void (*add)(FixList&, const OomMessage&, const LogContext&);
+};
+constexpr std::array k_cause_fixes = {
+    CauseFixes{OomCause::fragmentation, fragmentation_fixes},
+    CauseFixes{OomCause::other_processes, other_process_fixes},
+    CauseFixes{OomCause::context_creation, context_creation_fixes},
+    CauseFixes{OomCause::vllm_startup_free_memory, vllm_startup_fixes},
+    CauseFixes{OomCause::vllm_kv_cache, vllm_kv_cache_fixes},
+    CauseFixes{OomCause::large_allocation, large_allocation_fixes},
+    CauseFixes{OomCause::unknown, unknown_fixes},
+    CauseFixes{OomCause::shortfall, shortfall_fixes},
+};
+
 FixList fixes_for(OomCause cause, const OomMessage& m, const LogContext& ctx) {
   FixList l;
-  switch (cause) {
-    case OomCause::fragmentation: {
-      // Expandable segments exist from PyTorch 2.1 (c10 Note [Expandable
-      // Segments]); a 1.x-format message comes from 2.0 or older.
-      const bool old = m.format == OomFormat::pytorch1;
-      auto expandable = [&] {
-        l.add("expandable-segments",
-              "Let the caching allocator grow segments instead of splitting "
-              "them",
-              alloc_env(m) + "=expandable_segments:True",
-              old ? "needs PyTorch 2.1 or later"
-                  : "none on Linux; first allocations slightly slower, and "
-                    "CUDA IPC of these tensors is unsupported");
-      };
-      auto max_split = [&] {
-        l.add("max-split-size",
-              "Keep the allocator from splitting large cached blocks",
-              alloc_env(m) + "=max_split_size_mb:512",
-              "more cudaMalloc calls for large tensors");
-      };
-      if (old) {
-        max_split();
-      } else {
-        expandable();
-      }
-      l.add("empty-cache-between-phases",
-            "Release cached blocks between phases (after evaluation, "
-            "generation or loading)",
-            "torch.cuda.empty_cache()",
-            "the next allocations go back to cudaMalloc (milliseconds)");
-      if (old) {
-        expandable();
-      } else {
-        max_split();
-      }
-      add_batch_fixes(l);
-      break;
+  for (const CauseFixes& row : k_cause_fixes) {
+    if (row.cause == cause) {
+      row.add(l, m, ctx);
     }
-    case OomCause::other_processes:
-    case OomCause::context_creation:
-      if (m.kind == OomKind::nccl) {
-        l.add("leave-room-for-nccl",
-              "Leave room on each GPU for NCCL's buffers",
-              "NCCL_BUFFSIZE=2097152",
-              "half NCCL's default 4 MiB per channel; large collectives may "
-              "run slower");
-        add_find_process(l);
-        l.add("lower-framework-memory",
-              "Lower the framework's own memory target on these GPUs",
-              "--gpu-memory-utilization 0.85 (vLLM)",
-              "less KV cache (vLLM) or a smaller batch (training)");
-        break;
-      }
-      add_find_process(l);
-      l.add("stop-or-move", "Stop the other process, or run on an idle GPU",
-            "CUDA_VISIBLE_DEVICES=<an idle GPU>", "none");
-      if (cause == OomCause::context_creation) {
-        l.add("one-process-per-gpu",
-              "Check that each rank uses its own GPU (LOCAL_RANK → "
-              "torch.cuda.set_device)",
-              "torch.cuda.set_device(local_rank)", "none");
-      } else {
-        add_batch_fixes(l);
-      }
-      break;
-    case OomCause::vllm_startup_free_memory: {
-      add_find_process(l);
-      if (m.free_bytes && m.capacity_bytes && *m.capacity_bytes > 0) {
-        // vLLM starts when gpu_util x total <= free (request_memory).
-        const double fit =
-            std::floor(100.0 * static_cast<double>(*m.free_bytes) /
-                       static_cast<double>(*m.capacity_bytes)) /
-            100.0;
-        if (fit >= 0.05) {
-          l.add("lower-gpu-memory-utilization",
-                "Ask vLLM for no more than what is free",
-                "--gpu-memory-utilization " + util_text(fit),
-                "a smaller KV cache: fewer concurrent sequences");
-        }
-      }
-      l.add("stop-or-move", "Stop the other process, or run on an idle GPU",
-            "CUDA_VISIBLE_DEVICES=<an idle GPU>", "none");
-      break;
-    }
-    case OomCause::vllm_kv_cache: {
-      const bool max_len = m.kind == OomKind::vllm_max_seq_len;
-      if (max_len && m.estimated_max_model_len) {
-        l.add("max-model-len", "Cap the context at what the KV cache holds",
-              fmt::format("--max-model-len {}", *m.estimated_max_model_len),
-              "longer requests are rejected");
-      } else if (max_len && m.kv_tokens) {
-        l.add("max-model-len", "Cap the context at what the KV cache holds",
-              fmt::format("--max-model-len {}", *m.kv_tokens),
-              "longer requests are rejected");
-      }
-      const std::optional<double> util =
-          m.gpu_util ? m.gpu_util : ctx.vllm_gpu_util;
-      if (max_len && m.requested_bytes && m.free_bytes && util &&
-          ctx.vllm_total_bytes && *ctx.vllm_total_bytes > 0) {
-        const double need =
-            *util + static_cast<double>(*m.requested_bytes - *m.free_bytes) /
-                        static_cast<double>(*ctx.vllm_total_bytes);
-        const double rounded = std::ceil(need * 100.0) / 100.0;
-        if (rounded <= 0.98) {
-          l.add("raise-gpu-memory-utilization",
-                "Give vLLM enough of the card for one full-length sequence",
-                "--gpu-memory-utilization " + util_text(rounded),
-                "less room for other processes on the GPU");
-        }
-      } else {
-        l.add("raise-gpu-memory-utilization",
-              "Give vLLM more of the card (the default is 0.9)",
-              "--gpu-memory-utilization 0.95",
-              "less room for other processes on the GPU");
-      }
-      l.add("kv-cache-fp8", "Store the KV cache in FP8", "--kv-cache-dtype fp8",
-            "half the KV bytes per token; a small accuracy cost");
-      if (!max_len) {
-        l.add("smaller-profile", "Shrink the profiled activation peak",
-              "--max-num-batched-tokens 2048 --max-num-seqs 64",
-              "lower peak throughput");
-        l.add("quantize-weights", "Serve a quantized checkpoint",
-              "--quantization fp8 (or an AWQ/GPTQ checkpoint)",
-              "a small accuracy cost");
-      }
-      l.add("tensor-parallel", "Split the model and its KV cache over GPUs",
-            "--tensor-parallel-size 2", "twice the GPUs");
-      break;
-    }
-    case OomCause::large_allocation:
-      l.add("reduce-batch", "Halve the micro-batch (the request grows with it)",
-            "per_device_train_batch_size ÷ 2, gradient_accumulation_steps × 2",
-            "same global batch; slightly slower steps");
-      l.add("efficient-attention",
-            "Use fused attention instead of materializing batch × heads × "
-            "seq² scores",
-            "attn_implementation=\"sdpa\" (or \"flash_attention_2\")",
-            "none on supported GPUs");
-      l.add("shorter-sequence", "Process shorter sequences or smaller chunks",
-            "max_seq_length ÷ 2", "long inputs are split or truncated");
-      add_plan_fix(l);
-      break;
-    case OomCause::unknown:
-      l.add("memory-snapshot", "Record where the memory went",
-            "torch.cuda.memory._record_memory_history(); "
-            "torch.cuda.memory._dump_snapshot(\"oom.pickle\")",
-            "slower steps while recording");
-      if (m.allowed_bytes) {
-        l.add("raise-memory-fraction",
-              "Raise or remove the per-process memory cap",
-              "torch.cuda.set_per_process_memory_fraction(0.95)",
-              "less room for other processes");
-      } else {
-        l.add("check-limits",
-              "Check for a memory cap: a per-process fraction, a MIG slice or "
-              "CUDA_VISIBLE_DEVICES pointing elsewhere",
-              "nvidia-smi -q -d MEMORY", "none");
-      }
-      l.add("expandable-segments",
-            "Let the caching allocator grow segments instead of splitting them",
-            alloc_env(m) + "=expandable_segments:True", "none on Linux");
-      break;
-    case OomCause::shortfall:
-      if (m.source == "xla") {
-        l.add("xla-memory-fraction",
-              "Let XLA use more than its default 75 % of GPU memory",
-              "XLA_PYTHON_CLIENT_MEM_FRACTION=.95",
-              "less room for other processes");
-      }
-      if (m.kind == OomKind::deepspeed_workspace) {
-        l.add("smaller-workspace",
-              "Size DeepSpeed's inference workspace for shorter outputs",
-              "deepspeed.init_inference(..., max_out_tokens=<lower>)",
-              "shorter generations");
-      }
-      add_batch_fixes(l);
-      l.add("8-bit-optimizer", "Keep AdamW's states in 8 bits",
-            "optim=\"adamw_bnb_8bit\"",
-            "6 bytes per parameter less; rarely an accuracy cost");
-      add_plan_fix(l);
-      break;
   }
   return l;
 }

@@ -433,14 +433,11 @@ std::vector<std::string> warning_texts(const Plan& plan) {
   return texts;
 }
 
-std::string render_text(const Plan& plan, const RenderOptions& options) {
-  const Style st{options.color};
-  const Budget& b = plan.budget;
-  const Resolved& s = plan.setup;
-  Lines put;
+namespace {
 
-  put(st.bold(setup_line(*plan.model, plan.gpu, plan.request, s)));
-  put("");
+// The per-GPU table: one row per component with its bar, the total, the
+// capacity and (with a reserve) the usable memory.
+void text_budget(Lines& put, const Budget& b) {
   put(fmt::format("{:<16}{:>9}  {:>8}", "per GPU", "GiB", "of card"));
   for (std::size_t i = 0; i < b.count; ++i) {
     const Component& c = b.components[i];
@@ -458,7 +455,11 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
     put(fmt::format("  {:<14}{:>9}  {:>8}", "usable", gib(b.usable_bytes),
                     percent(b.usable_bytes, b.capacity_bytes)));
   }
-  put("");
+}
+
+// FITS / DOES NOT FIT, the peak, host RAM and the time estimate.
+void text_verdict(Lines& put, const Style& st, const Plan& plan) {
+  const Budget& b = plan.budget;
   put(b.fits()
           ? fmt::format("{} {}", st.green("FITS:"), verdict_text(b))
           : fmt::format("{} {}", st.red("DOES NOT FIT:"), verdict_text(b)));
@@ -469,95 +470,134 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
   if (const std::string t = time_text(plan); !t.empty()) {
     put(t);
   }
+}
 
+// Pipeline stages (or --split layers): the layers and bytes of each.
+void text_stages(Lines& put, const Budget& b) {
+  put("");
+  put(fmt::format("{:<8}{:>8}{:>11}{:>11}{:>13}{:>11}", "stage", "layers",
+                  "weights", "kv_cache", "activations", "total GiB"));
+  for (const Stage& stage : b.stages) {
+    put(fmt::format("  {:<6}{:>8}{:>11}{:>11}{:>13}{:>11}", stage.stage,
+                    stage.layers, gib(stage.weights_bytes),
+                    gib(stage.kv_cache_bytes), gib(stage.activations_bytes),
+                    gib(stage.total_bytes)));
+  }
+}
+
+// The assumptions and options behind a vLLM profile: version, engine,
+// profiler, CUDA graphs, multimodal inputs, tensor-parallel transport.
+void text_vllm_assumptions(Lines& put, const VllmProfile& v,
+                           const Resolved& s) {
+  put(fmt::format("  assumed: vLLM {}, {} engine ({}); profiler: {}", v.version,
+                  v.engine, v.engine_reason, v.profiler));
+  if (v.graphs > 0) {
+    put(fmt::format(
+        "  CUDA graphs: {} at {} batch sizes ({} to {}), {} graphs, {}",
+        v.cudagraph_mode, v.capture_sizes.size(), v.capture_sizes.front(),
+        v.capture_sizes.back(), v.graphs,
+        v.graphs_in_budget ? "inside gpu-util"
+                           : "captured after the KV cache"));
+  }
+  if (v.vision.items > 0) {
+    put(multimodal_line(v.vision));
+  }
+  if (s.tp > 1) {
+    put(fmt::format(
+        "  tensor parallel: {}, custom all-reduce {}",
+        v.p2p ? "P2P between the GPUs" : "no P2P (NCCL through host memory)",
+        v.custom_all_reduce ? "on" : "off"));
+  }
+}
+
+// vLLM's start-up profile: what it requests, where it goes, the KV cache.
+void text_vllm_profile(Lines& put, const Style& st, const VllmProfile& v,
+                       const Resolved& s) {
+  put("");
+  put("vLLM start-up profile (the GPU that limits the KV cache):");
+  auto row = [&put](std::string_view name, Bytes bytes) {
+    put(fmt::format("  {:<32}{:>9} GiB", name, gib(bytes)));
+  };
+  row("requested (gpu-util x capacity)", v.requested_bytes);
+  row("weights", v.weights_bytes);
+  row("peak activation", v.activation_peak_bytes);
+  row("non-torch memory", v.non_torch_bytes);
+  row("CUDA graphs", v.cuda_graph_bytes);
+  row("KV cache", v.kv_cache_bytes);
+  put(fmt::format("  {:<32}{:>9} (at {} B per token per GPU)", "KV tokens",
+                  v.kv_tokens, v.kv_bytes_per_token));
+  put(fmt::format("  {:<32}{:>9.2f}x (requests of {} tokens)",
+                  "max concurrency", v.max_concurrency, s.max_model_len));
+  put(fmt::format("  {:<32}{:>9} tokens", "largest max-model-len",
+                  v.max_model_len_fit));
+  text_vllm_assumptions(put, v, s);
+  if (!v.error.empty()) {
+    put(st.red(fmt::format("  vLLM would not start: {}", v.error)));
+  }
+}
+
+void text_warnings(Lines& put, const Style& st,
+                   const std::vector<std::string>& warnings) {
+  put("");
+  put("warnings:");
+  for (const auto& w : warnings) {
+    put(st.yellow(fmt::format("  - {}", w)));
+  }
+}
+
+// One fix: its rank, new peak, whether it fits and its title, then its
+// cost, its oomplan command and each framework's settings.
+void text_fix(Lines& put, const Style& st, const Plan& plan, const Fix& fix) {
+  const std::string fits = yes_no(fix.fits);
+  put(fmt::format("  {:>2}  {:>9} GiB  {:<5} {}", fix.rank,
+                  gib(fix.total_bytes),
+                  fix.fits ? st.green(fits) : st.red(fits), fix.title));
+  if (!fix.cost.empty()) {
+    put(fmt::format("{:27}cost: {}", "", fix.cost));
+  }
+  put(st.dim(fmt::format("{:27}oomplan {}", "", fix_args(plan, fix))));
+  for (const LaunchBlock& block : fix.launch) {
+    put(st.dim(fmt::format("{:27}{}: {}", "", block.framework, block.text)));
+  }
+}
+
+// The fixes, best first, under their groups' headings.
+void text_fixes(Lines& put, const Style& st, const Plan& plan) {
+  put("");
+  put("fixes, best first (each re-priced by the same model):");
+  put(fmt::format("  {:>2}  {:>13}  {:<5} {}", "#", "new peak", "fits", "fix"));
+  std::optional<FixGroup> group;
+  for (const Fix& fix : plan.fixes) {
+    if (group != fix.group) {
+      group = fix.group;
+      put(fmt::format("  {}", group_heading(fix.group)));
+    }
+    text_fix(put, st, plan, fix);
+  }
+}
+
+}  // namespace
+
+std::string render_text(const Plan& plan, const RenderOptions& options) {
+  const Style st{options.color};
+  const Budget& b = plan.budget;
+  Lines put;
+  put(st.bold(setup_line(*plan.model, plan.gpu, plan.request, plan.setup)));
+  put("");
+  text_budget(put, b);
+  put("");
+  text_verdict(put, st, plan);
   if (has_stages(plan)) {
-    put("");
-    put(fmt::format("{:<8}{:>8}{:>11}{:>11}{:>13}{:>11}", "stage", "layers",
-                    "weights", "kv_cache", "activations", "total GiB"));
-    for (const Stage& stage : b.stages) {
-      put(fmt::format("  {:<6}{:>8}{:>11}{:>11}{:>13}{:>11}", stage.stage,
-                      stage.layers, gib(stage.weights_bytes),
-                      gib(stage.kv_cache_bytes), gib(stage.activations_bytes),
-                      gib(stage.total_bytes)));
-    }
+    text_stages(put, b);
   }
-
   if (b.vllm) {
-    const VllmProfile& v = *b.vllm;
-    put("");
-    put("vLLM start-up profile (the GPU that limits the KV cache):");
-    auto row = [&put](std::string_view name, Bytes bytes) {
-      put(fmt::format("  {:<32}{:>9} GiB", name, gib(bytes)));
-    };
-    row("requested (gpu-util x capacity)", v.requested_bytes);
-    row("weights", v.weights_bytes);
-    row("peak activation", v.activation_peak_bytes);
-    row("non-torch memory", v.non_torch_bytes);
-    row("CUDA graphs", v.cuda_graph_bytes);
-    row("KV cache", v.kv_cache_bytes);
-    put(fmt::format("  {:<32}{:>9} (at {} B per token per GPU)", "KV tokens",
-                    v.kv_tokens, v.kv_bytes_per_token));
-    put(fmt::format("  {:<32}{:>9.2f}x (requests of {} tokens)",
-                    "max concurrency", v.max_concurrency, s.max_model_len));
-    put(fmt::format("  {:<32}{:>9} tokens", "largest max-model-len",
-                    v.max_model_len_fit));
-    put(fmt::format("  assumed: vLLM {}, {} engine ({}); profiler: {}",
-                    v.version, v.engine, v.engine_reason, v.profiler));
-    if (v.graphs > 0) {
-      put(fmt::format(
-          "  CUDA graphs: {} at {} batch sizes ({} to {}), {} graphs, {}",
-          v.cudagraph_mode, v.capture_sizes.size(), v.capture_sizes.front(),
-          v.capture_sizes.back(), v.graphs,
-          v.graphs_in_budget ? "inside gpu-util"
-                             : "captured after the KV cache"));
-    }
-    if (v.vision.items > 0) {
-      put(multimodal_line(v.vision));
-    }
-    if (s.tp > 1) {
-      put(fmt::format(
-          "  tensor parallel: {}, custom all-reduce {}",
-          v.p2p ? "P2P between the GPUs" : "no P2P (NCCL through host memory)",
-          v.custom_all_reduce ? "on" : "off"));
-    }
-    if (!v.error.empty()) {
-      put(st.red(fmt::format("  vLLM would not start: {}", v.error)));
-    }
+    text_vllm_profile(put, st, *b.vllm, plan.setup);
   }
-
-  const auto warnings = warning_texts(plan);
-  if (!warnings.empty()) {
-    put("");
-    put("warnings:");
-    for (const auto& w : warnings) {
-      put(st.yellow(fmt::format("  - {}", w)));
-    }
+  if (const auto warnings = warning_texts(plan); !warnings.empty()) {
+    text_warnings(put, st, warnings);
   }
-
   if (!plan.fixes.empty()) {
-    put("");
-    put("fixes, best first (each re-priced by the same model):");
-    put(fmt::format("  {:>2}  {:>13}  {:<5} {}", "#", "new peak", "fits",
-                    "fix"));
-    std::optional<FixGroup> group;
-    for (const Fix& fix : plan.fixes) {
-      if (group != fix.group) {
-        group = fix.group;
-        put(fmt::format("  {}", group_heading(fix.group)));
-      }
-      const std::string fits = yes_no(fix.fits);
-      put(fmt::format("  {:>2}  {:>9} GiB  {:<5} {}", fix.rank,
-                      gib(fix.total_bytes),
-                      fix.fits ? st.green(fits) : st.red(fits), fix.title));
-      if (!fix.cost.empty()) {
-        put(fmt::format("{:27}cost: {}", "", fix.cost));
-      }
-      put(st.dim(fmt::format("{:27}oomplan {}", "", fix_args(plan, fix))));
-      for (const LaunchBlock& block : fix.launch) {
-        put(st.dim(
-            fmt::format("{:27}{}: {}", "", block.framework, block.text)));
-      }
-    }
+    text_fixes(put, st, plan);
   } else if (!b.fits()) {
     put("");
     put("no fix found in the catalog; try oomplan fit for a full search");

@@ -332,46 +332,55 @@ void gib_axis(Svg& svg, double x0, double width, double y, Bytes scale) {
            fmt::format(R"(font-size="10" {})", fill(k_muted)), "end");
 }
 
-// The stacked bar, its markers and the legend table; returns the y below.
-double budget_bar(Svg& svg, const Budget& b, double y) {
-  const double x0 = k_margin;
-  const double width = k_width - 2 * k_margin;
-  const double bar_h = 40;
-  const Bytes total = b.total_bytes();
-  const Bytes scale =
-      std::max({b.capacity_bytes, total, b.usable_bytes, Bytes{1}});
-  auto x_of = [&](Bytes bytes) {
+// --- The budget bar.
+
+// Where the stacked bar lies, and its bytes-to-x scale.
+struct Bar {
+  double top = 0;
+  Bytes scale = 1;
+  double x0 = k_margin;
+  double width = k_width - 2 * k_margin;
+  double height = 40;
+
+  double x_of(Bytes bytes) const {
     return x0 + width * static_cast<double>(bytes) / static_cast<double>(scale);
-  };
-
-  svg.text(x0, y, "per-GPU memory (the most loaded GPU)",
-           R"(font-size="13" font-weight="bold")");
-  y += 24;  // room for the capacity and usable labels above the bar
-  const double top = y;
-
-  // Headroom or overshoot behind the segments.
-  if (total <= b.usable_bytes) {
-    svg.rect(x_of(total), top, x_of(b.usable_bytes) - x_of(total), bar_h,
-             fmt::format(R"({} stroke="{}" stroke-dasharray="4 3")",
-                         fill(k_headroom_fill), k_good),
-             fmt::format("headroom {} GiB", gib(b.usable_bytes - total)));
   }
+  double bottom() const { return top + height; }
+};
 
-  const double cap_x = x_of(b.capacity_bytes);
+// The capacity label above the bar, which the headroom label avoids.
+struct CapacityLabel {
+  std::string text;
+  double x = 0;        // the capacity line
+  bool right = false;  // starts at the line (else ends there)
+};
+
+// The headroom behind the segments, dashed in green.
+void headroom_region(Svg& svg, const Bar& bar, const Budget& b) {
+  const Bytes total = b.total_bytes();
+  svg.rect(bar.x_of(total), bar.top, bar.x_of(b.usable_bytes) - bar.x_of(total),
+           bar.height,
+           fmt::format(R"({} stroke="{}" stroke-dasharray="4 3")",
+                       fill(k_headroom_fill), k_good),
+           fmt::format("headroom {} GiB", gib(b.usable_bytes - total)));
+}
+
+// One segment per component, its GiB inside it, clear of the capacity line:
+// centred in the segment, else in its wider side of the line, else left out.
+void bar_segments(Svg& svg, const Bar& bar, const Budget& b) {
+  const double cap_x = bar.x_of(b.capacity_bytes);
   Bytes at = 0;
   for (std::size_t i = 0; i < b.count; ++i) {
     const Component& c = b.components[i];
     const ComponentColour& colour = colour_of(c.name);
-    const double x = x_of(at);
-    const double w = x_of(at + c.bytes) - x;
+    const double x = bar.x_of(at);
+    const double w = bar.x_of(at + c.bytes) - x;
     svg.rect(
-        x, top, w, bar_h,
+        x, bar.top, w, bar.height,
         fmt::format(R"({} stroke="#ffffff" stroke-width="0.5")",
                     fill(colour.fill)),
         fmt::format("{}: {} GiB ({} of the card) = {}", c.name, gib(c.bytes),
                     percent(c.bytes, b.capacity_bytes), c.formula));
-    // The GiB inside the segment, clear of the capacity line: centred in
-    // the segment, else in its wider side of the line, else left out.
     const std::string label = gib(c.bytes);
     const double need = text_width(label, 11) + 6;
     double left = x;
@@ -385,70 +394,82 @@ double budget_bar(Svg& svg, const Budget& b, double y) {
       }
     }
     if (right - left >= need) {
-      svg.text((left + right) / 2, top + bar_h / 2 + 4, label,
+      svg.text((left + right) / 2, bar.top + bar.height / 2 + 4, label,
                fmt::format(R"(font-size="11" {})", fill(colour.text)),
                "middle");
     }
     at += c.bytes;
   }
+}
 
-  if (total > b.usable_bytes) {
-    svg.rect(x_of(b.usable_bytes), top - 4, x_of(total) - x_of(b.usable_bytes),
-             bar_h + 8,
-             fmt::format(R"(fill="none" stroke="{}" stroke-width="2")", k_bad),
-             fmt::format("over by {} GiB", gib(total - b.usable_bytes)));
-  }
+// The overshoot beyond usable memory, outlined in red.
+void overshoot_region(Svg& svg, const Bar& bar, const Budget& b) {
+  const Bytes total = b.total_bytes();
+  svg.rect(bar.x_of(b.usable_bytes), bar.top - 4,
+           bar.x_of(total) - bar.x_of(b.usable_bytes), bar.height + 8,
+           fmt::format(R"(fill="none" stroke="{}" stroke-width="2")", k_bad),
+           fmt::format("over by {} GiB", gib(total - b.usable_bytes)));
+}
 
-  // The card: capacity (solid) and, when a reserve is set, usable (dashed).
-  svg.line(cap_x, top - 8, cap_x, top + bar_h + 8,
+// The card: capacity (solid) and, when a reserve is set, usable (dashed).
+CapacityLabel card_lines(Svg& svg, const Bar& bar, const Budget& b) {
+  const double top = bar.top;
+  CapacityLabel cap{fmt::format("capacity {} GiB", gib(b.capacity_bytes)),
+                    bar.x_of(b.capacity_bytes)};
+  svg.line(cap.x, top - 8, cap.x, bar.bottom() + 8,
            fmt::format(R"(stroke="{}" stroke-width="2")", k_ink));
-  const std::string cap_label =
-      fmt::format("capacity {} GiB", gib(b.capacity_bytes));
-  const bool cap_right = cap_x - text_width(cap_label, 11) < x0;
-  svg.text(cap_x, top - 11, cap_label, R"(font-size="11")",
-           cap_right ? "start" : "end");
+  cap.right = cap.x - text_width(cap.text, 11) < bar.x0;
+  svg.text(cap.x, top - 11, cap.text, R"(font-size="11")",
+           cap.right ? "start" : "end");
   if (b.usable_bytes != b.capacity_bytes) {
-    const double use_x = x_of(b.usable_bytes);
-    svg.line(use_x, top - 4, use_x, top + bar_h + 8,
+    const double use_x = bar.x_of(b.usable_bytes);
+    svg.line(use_x, top - 4, use_x, bar.bottom() + 8,
              fmt::format(R"(stroke="{}" stroke-width="1.5" )"
                          R"(stroke-dasharray="5 3")",
                          k_ink));
-    svg.text(use_x, top + bar_h + 44,
+    svg.text(use_x, bar.bottom() + 44,
              fmt::format("usable {} GiB", gib(b.usable_bytes)),
              R"(font-size="11")", use_x < k_width / 2 ? "start" : "end");
   }
+  return cap;
+}
 
-  // Headroom in words inside its region when it fits there; otherwise (and
-  // always for an overshoot, whose region holds segments) above the bar,
-  // a line higher when it would cover the capacity label.
+// Headroom in words inside its region when it fits there; otherwise (and
+// always for an overshoot, whose region holds segments) above the bar,
+// a line higher when it would cover the capacity label.
+void gap_label(Svg& svg, const Bar& bar, const Budget& b,
+               const CapacityLabel& cap) {
+  const Bytes total = b.total_bytes();
   const bool fits = total <= b.usable_bytes;
   const Bytes gap = fits ? b.usable_bytes - total : total - b.usable_bytes;
-  const std::string gap_label = fits ? fmt::format("headroom {} GiB", gib(gap))
-                                     : fmt::format("over by {} GiB", gib(gap));
-  const std::string gap_style = fmt::format(
+  const std::string label = fits ? fmt::format("headroom {} GiB", gib(gap))
+                                 : fmt::format("over by {} GiB", gib(gap));
+  const std::string style = fmt::format(
       R"(font-size="11" font-weight="bold" {})", fill(fits ? k_good : k_bad));
-  const double gap_x0 = x_of(std::min(total, b.usable_bytes));
-  const double gap_x1 = x_of(std::max(total, b.usable_bytes));
-  const double gap_w = text_width(gap_label, 11, true);
+  const double gap_x0 = bar.x_of(std::min(total, b.usable_bytes));
+  const double gap_x1 = bar.x_of(std::max(total, b.usable_bytes));
+  const double gap_w = text_width(label, 11, true);
   if (fits && gap_x1 - gap_x0 >= gap_w + 8) {
-    svg.text((gap_x0 + gap_x1) / 2, top + bar_h / 2 + 4, gap_label, gap_style,
+    svg.text((gap_x0 + gap_x1) / 2, bar.top + bar.height / 2 + 4, label, style,
              "middle");
-  } else {
-    // Right-aligned to the region's right end, or starting there when the
-    // region is at the left.
-    const bool right_aligned = gap_x1 - gap_w >= x0;
-    const double lx0 = right_aligned ? gap_x1 - gap_w : gap_x1 + 4;
-    const double cap_w = text_width(cap_label, 11);
-    const double cap_x0 = cap_right ? cap_x : cap_x - cap_w;
-    const bool covers = lx0 < cap_x0 + cap_w + 6 && cap_x0 < lx0 + gap_w + 6;
-    svg.text(right_aligned ? gap_x1 : lx0, covers ? top - 25 : top - 11,
-             gap_label, gap_style, right_aligned ? "end" : "start");
+    return;
   }
+  // Right-aligned to the region's right end, or starting there when the
+  // region is at the left.
+  const bool right_aligned = gap_x1 - gap_w >= bar.x0;
+  const double lx0 = right_aligned ? gap_x1 - gap_w : gap_x1 + 4;
+  const double cap_w = text_width(cap.text, 11);
+  const double cap_x0 = cap.right ? cap.x : cap.x - cap_w;
+  const bool covers = lx0 < cap_x0 + cap_w + 6 && cap_x0 < lx0 + gap_w + 6;
+  svg.text(right_aligned ? gap_x1 : lx0, covers ? bar.top - 25 : bar.top - 11,
+           label, style, right_aligned ? "end" : "start");
+}
 
-  gib_axis(svg, x0, width, top + bar_h + 10, scale);
-  y = top + bar_h + 66;
-
-  // The legend: the text report's table, one row per component.
+// The legend: the text report's table, one row per component, in two
+// columns, then the total and the capacity; returns the y below.
+double budget_legend(Svg& svg, const Budget& b, double y) {
+  const double x0 = k_margin;
+  const double width = k_width - 2 * k_margin;
   const double row_h = 17;
   const double col_w = width / 2;
   const std::size_t rows = (b.count + 1) / 2;
@@ -465,6 +486,7 @@ double budget_bar(Svg& svg, const Budget& b, double y) {
              "end");
   }
   y += row_h * static_cast<double>(rows) + 4;
+  const Bytes total = b.total_bytes();
   svg.line(x0, y - 12, x0 + width, y - 12,
            fmt::format(R"(stroke="{}")", k_grid));
   svg.text(x0 + 18, y + 2, "total", R"(font-weight="bold")");
@@ -478,56 +500,90 @@ double budget_bar(Svg& svg, const Budget& b, double y) {
   return y + 30;
 }
 
+// The stacked bar, its markers and the legend table; returns the y below.
+double budget_bar(Svg& svg, const Budget& b, double y) {
+  svg.text(k_margin, y, "per-GPU memory (the most loaded GPU)",
+           R"(font-size="13" font-weight="bold")");
+  y += 24;  // room for the capacity and usable labels above the bar
+  const Bytes total = b.total_bytes();
+  const Bar bar{y,
+                std::max({b.capacity_bytes, total, b.usable_bytes, Bytes{1}})};
+  if (total <= b.usable_bytes) {
+    headroom_region(svg, bar, b);
+  }
+  bar_segments(svg, bar, b);
+  if (total > b.usable_bytes) {
+    overshoot_region(svg, bar, b);
+  }
+  const CapacityLabel cap = card_lines(svg, bar, b);
+  gap_label(svg, bar, b, cap);
+  gib_axis(svg, bar.x0, bar.width, bar.bottom() + 10, bar.scale);
+  return budget_legend(svg, b, bar.bottom() + 66);
+}
+
+// --- The step chart.
+
 // A white card behind a label that crosses other drawing.
 void label_backdrop(Svg& svg, double x, double y, double w, double h) {
   svg.rect(x - 2, y, w + 4, h, R"(fill="#ffffff" fill-opacity="0.85")");
 }
 
-// Device memory at each moment of one training step, the peak marked;
-// returns the y below.
-double step_chart(Svg& svg, const Budget& b, double y) {
-  const std::size_t n = b.moment_count;
-  svg.text(k_margin, y, "memory over one training step (the most loaded GPU)",
-           R"(font-size="13" font-weight="bold")");
-  y += 12;
-  const double x0 = k_margin + 44;
-  const double width = k_width - k_margin - x0;
-  const double top = y + 16;
-  const double height = 190;
-  const double bottom = top + height;
+// Where the chart of one step's moments lies, and its GiB-to-y scale.
+struct Chart {
+  double x0 = k_margin + 44;
+  double width = k_width - k_margin - (k_margin + 44);
+  double top = 0;
+  double height = 190;
+  double scale_gib = 1;
+  double slot = 0;  // the width each moment's column stands in
 
+  double bottom() const { return top + height; }
+  double y_of(Bytes bytes) const {
+    return bottom() - height * to_gib(bytes) / scale_gib;
+  }
+  double centre(std::size_t i) const {
+    return x0 + slot * (static_cast<double>(i) + 0.5);
+  }
+};
+
+// The moment with the most device memory (the first of equals).
+std::size_t peak_moment(const Budget& b) {
   Bytes highest = 0;
   std::size_t peak = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < b.moment_count; ++i) {
     if (b.moments[i].device_bytes > highest) {
       highest = b.moments[i].device_bytes;
       peak = i;
     }
   }
-  const double scale_gib =
-      std::max(to_gib(std::max(highest, b.capacity_bytes)) * 1.12, 1e-9);
-  auto y_of = [&](Bytes bytes) {
-    return bottom - height * to_gib(bytes) / scale_gib;
-  };
+  return peak;
+}
 
-  // Grid and y axis.
-  const double step = nice_step(scale_gib, 5);
-  for (double v = 0; v <= scale_gib; v += step) {
-    const double gy = bottom - height * v / scale_gib;
-    svg.line(x0, gy, x0 + width, gy, fmt::format(R"(stroke="{}")", k_grid));
-    svg.text(x0 - 6, gy + 4, tick_label(v, step),
+// Grid lines and the y axis's GiB labels.
+void chart_grid(Svg& svg, const Chart& chart) {
+  const double step = nice_step(chart.scale_gib, 5);
+  for (double v = 0; v <= chart.scale_gib; v += step) {
+    const double gy = chart.bottom() - chart.height * v / chart.scale_gib;
+    svg.line(chart.x0, gy, chart.x0 + chart.width, gy,
+             fmt::format(R"(stroke="{}")", k_grid));
+    svg.text(chart.x0 - 6, gy + 4, tick_label(v, step),
              fmt::format(R"(font-size="10" {})", fill(k_muted)), "end");
   }
-  svg.text(k_margin, top - 6, "GiB",
+  svg.text(k_margin, chart.top - 6, "GiB",
            fmt::format(R"(font-size="10" {})", fill(k_muted)));
+}
 
-  const double slot = width / static_cast<double>(std::max<std::size_t>(n, 1));
-  const double col_w = slot * 0.5;
-  for (std::size_t i = 0; i < n; ++i) {
+// One column per moment: tensors below, the rest of the device above, the
+// peak outlined and marked, the moment's name in up to two lines under it.
+void chart_columns(Svg& svg, const Chart& chart, const Budget& b) {
+  const std::size_t peak = peak_moment(b);
+  const double col_w = chart.slot * 0.5;
+  const double bottom = chart.bottom();
+  for (std::size_t i = 0; i < b.moment_count; ++i) {
     const Moment& m = b.moments[i];
-    const double cx = x0 + slot * (static_cast<double>(i) + 0.5);
-    const double y_alloc = y_of(m.allocated_bytes);
-    const double y_dev = y_of(m.device_bytes);
+    const double cx = chart.centre(i);
+    const double y_alloc = chart.y_of(m.allocated_bytes);
+    const double y_dev = chart.y_of(m.device_bytes);
     const std::string tip = fmt::format(
         "{} ({}): {} GiB allocated, {} GiB on the device", m.name,
         display_phase(m.phase), gib(m.allocated_bytes), gib(m.device_bytes));
@@ -550,37 +606,46 @@ double step_chart(Svg& svg, const Budget& b, double y) {
       svg.text(cx, y_dev - 5, gib(m.device_bytes), R"(font-size="11")",
                "middle");
     }
-    // The moment's name in up to two lines under its column.
     const auto lines = wrap(m.name, 14);
     for (std::size_t l = 0; l < lines.size() && l < 2; ++l) {
       svg.text(cx, bottom + 15 + 13 * static_cast<double>(l), lines[l],
                R"(font-size="11")", "middle");
     }
   }
+}
 
-  // The card's lines across the chart.
-  const double cap_y = y_of(b.capacity_bytes);
-  svg.line(x0, cap_y, x0 + width, cap_y,
+// The card's lines across the chart, their labels on white, and the axis.
+void chart_card_lines(Svg& svg, const Chart& chart, const Budget& b) {
+  const double x0 = chart.x0;
+  const double x1 = chart.x0 + chart.width;
+  const double cap_y = chart.y_of(b.capacity_bytes);
+  svg.line(x0, cap_y, x1, cap_y,
            fmt::format(R"(stroke="{}" stroke-width="1.5")", k_ink));
   const std::string cap_label =
       fmt::format("capacity {} GiB", gib(b.capacity_bytes));
-  label_backdrop(svg, x0 + width - text_width(cap_label, 11), cap_y - 15,
+  label_backdrop(svg, x1 - text_width(cap_label, 11), cap_y - 15,
                  text_width(cap_label, 11), 14);
-  svg.text(x0 + width, cap_y - 4, cap_label, R"(font-size="11")", "end");
+  svg.text(x1, cap_y - 4, cap_label, R"(font-size="11")", "end");
   if (b.usable_bytes != b.capacity_bytes) {
-    const double use_y = y_of(b.usable_bytes);
-    svg.line(x0, use_y, x0 + width, use_y,
+    const double use_y = chart.y_of(b.usable_bytes);
+    svg.line(x0, use_y, x1, use_y,
              fmt::format(R"(stroke="{}" stroke-dasharray="5 3")", k_ink));
     const std::string use_label =
         fmt::format("usable {} GiB", gib(b.usable_bytes));
-    label_backdrop(svg, x0 + width - text_width(use_label, 11), use_y + 2,
+    label_backdrop(svg, x1 - text_width(use_label, 11), use_y + 2,
                    text_width(use_label, 11), 14);
-    svg.text(x0 + width, use_y + 13, use_label, R"(font-size="11")", "end");
+    svg.text(x1, use_y + 13, use_label, R"(font-size="11")", "end");
   }
-  svg.line(x0, bottom, x0 + width, bottom, R"(stroke="#999999")");
+  svg.line(x0, chart.bottom(), x1, chart.bottom(), R"(stroke="#999999")");
+}
 
-  // Phase bands: consecutive moments of one phase share a bracket.
-  const double band_y = bottom + 44;
+// Phase bands: consecutive moments of one phase share a bracket; returns
+// the bands' y.
+double phase_bands(Svg& svg, const Chart& chart, const Budget& b) {
+  const std::size_t n = b.moment_count;
+  const double band_y = chart.bottom() + 44;
+  const std::string stroke =
+      fmt::format(R"(stroke="{}" stroke-width="1.5")", k_muted);
   std::size_t first = 0;
   while (first < n) {
     std::size_t last = first;
@@ -588,26 +653,46 @@ double step_chart(Svg& svg, const Budget& b, double y) {
            b.moments[last + 1].phase == b.moments[first].phase) {
       ++last;
     }
-    const double bx0 = x0 + slot * static_cast<double>(first) + 6;
-    const double bx1 = x0 + slot * static_cast<double>(last + 1) - 6;
-    svg.line(bx0, band_y, bx1, band_y,
-             fmt::format(R"(stroke="{}" stroke-width="1.5")", k_muted));
-    svg.line(bx0, band_y - 4, bx0, band_y,
-             fmt::format(R"(stroke="{}" stroke-width="1.5")", k_muted));
-    svg.line(bx1, band_y - 4, bx1, band_y,
-             fmt::format(R"(stroke="{}" stroke-width="1.5")", k_muted));
+    const double bx0 = chart.x0 + chart.slot * static_cast<double>(first) + 6;
+    const double bx1 =
+        chart.x0 + chart.slot * static_cast<double>(last + 1) - 6;
+    svg.line(bx0, band_y, bx1, band_y, stroke);
+    svg.line(bx0, band_y - 4, bx0, band_y, stroke);
+    svg.line(bx1, band_y - 4, bx1, band_y, stroke);
     svg.text((bx0 + bx1) / 2, band_y + 15,
              display_phase(b.moments[first].phase),
              fmt::format(R"(font-weight="bold" {})", fill(k_muted)), "middle");
     first = last + 1;
   }
+  return band_y;
+}
 
+// Device memory at each moment of one training step, the peak marked;
+// returns the y below. REQUIRES: b.moment_count > 0.
+double step_chart(Svg& svg, const Budget& b, double y) {
+  svg.text(k_margin, y, "memory over one training step (the most loaded GPU)",
+           R"(font-size="13" font-weight="bold")");
+  y += 12;
+  Chart chart;
+  chart.top = y + 16;
+  // The peak's bytes (none below zero).
+  const Bytes highest =
+      std::max(Bytes{0}, b.moments[peak_moment(b)].device_bytes);
+  chart.scale_gib =
+      std::max(to_gib(std::max(highest, b.capacity_bytes)) * 1.12, 1e-9);
+  chart.slot = chart.width /
+               static_cast<double>(std::max<std::size_t>(b.moment_count, 1));
+  chart_grid(svg, chart);
+  chart_columns(svg, chart, b);
+  chart_card_lines(svg, chart, b);
+  const double band_y = phase_bands(svg, chart, b);
   // Legend of the two parts of a column.
   const double ly = band_y + 38;
-  svg.rect(x0, ly - 10, 12, 12, fill("#4e79a7"));
-  svg.text(x0 + 18, ly, "tensors (torch max_memory_allocated)");
-  svg.rect(x0 + 300, ly - 10, 12, 12, fill("#bab0ac"));
-  svg.text(x0 + 318, ly, "fragmentation, CUDA context, NCCL, paged states");
+  svg.rect(chart.x0, ly - 10, 12, 12, fill("#4e79a7"));
+  svg.text(chart.x0 + 18, ly, "tensors (torch max_memory_allocated)");
+  svg.rect(chart.x0 + 300, ly - 10, 12, 12, fill("#bab0ac"));
+  svg.text(chart.x0 + 318, ly,
+           "fragmentation, CUDA context, NCCL, paged states");
   return ly + 26;
 }
 
@@ -798,136 +883,128 @@ std::string render_sizing_svg(const Sizing& sizing) {
   return svg.finish(k_width, y + 40, fmt::format("oomplan: {}", title));
 }
 
-std::string render_fit_svg(const FitResult& result, const Model& model,
-                           const std::string& model_arg) {
-  const Setup& base = result.base;
-  const bool training = base.training();
-  const double width = k_fit_width;
-  Svg svg;
-  double y = 30;
-  const std::string title =
-      fmt::format("oomplan fit {}: {}, {} tokens per sequence, up to {} GPUs",
-                  model.name, mode_name(base.mode), base.seq, result.max_gpus);
-  svg.text(k_margin, y, title, R"(font-size="17" font-weight="bold")");
-  y += 20;
-  y = paragraph(
-      svg, k_margin, y,
-      fmt::format("{} configurations priced, {} on the Pareto front (GPUs, "
-                  "time, headroom); the best {} shown",
-                  result.evaluated, result.front, result.plans.size()),
-      12, width - 2 * k_margin, fill(k_muted));
-  y += 10;
+namespace {
 
-  if (result.plans.empty()) {
-    y = paragraph(svg, k_margin, y + 10,
-                  fmt::format("no configuration fits within {} GPUs; raise "
-                              "--max-gpus, lower --seq or allow quantization "
-                              "and offload",
-                              result.max_gpus),
-                  14, width - 2 * k_margin,
-                  fmt::format(R"(font-weight="bold" {})", fill(k_bad)));
-    return svg.finish(width, y + 10, title);
+// --- The fit front.
+
+// Headroom as a share of the card, in bins a reader can name.
+struct Bin {
+  double below;  // share of capacity
+  std::string_view colour;
+  std::string_view label;
+};
+constexpr std::array k_bins = {
+    Bin{0.05, "#d62728", "under 5 %"},    Bin{0.10, "#ff7f0e", "5 to 10 %"},
+    Bin{0.20, "#e6c229", "10 to 20 %"},   Bin{0.40, "#8cc665", "20 to 40 %"},
+    Bin{2.00, "#2ca02c", "40 % or more"},
+};
+
+std::string_view colour_of_plan(const FitPlan& p) {
+  if (!p.fits) {
+    return "#bab0ac";
   }
-
-  // Headroom as a share of the card, in bins a reader can name.
-  struct Bin {
-    double below;  // share of capacity
-    std::string_view colour;
-    std::string_view label;
-  };
-  constexpr std::array k_bins = {
-      Bin{0.05, "#d62728", "under 5 %"},    Bin{0.10, "#ff7f0e", "5 to 10 %"},
-      Bin{0.20, "#e6c229", "10 to 20 %"},   Bin{0.40, "#8cc665", "20 to 40 %"},
-      Bin{2.00, "#2ca02c", "40 % or more"},
-  };
-  auto colour_of_plan = [&](const FitPlan& p) -> std::string_view {
-    if (!p.fits) {
-      return "#bab0ac";
+  const double s = share(p.headroom_bytes, p.gpu->capacity_bytes);
+  for (const Bin& bin : k_bins) {
+    if (s < bin.below) {
+      return bin.colour;
     }
-    const double s = share(p.headroom_bytes, p.gpu->capacity_bytes);
-    for (const Bin& bin : k_bins) {
-      if (s < bin.below) {
-        return bin.colour;
-      }
-    }
-    return k_bins.back().colour;
-  };
+  }
+  return k_bins.back().colour;
+}
 
-  // Axes: GPUs on powers of two, time on a log scale.
-  const double px0 = k_margin + 60;
-  const double pw = 620;
-  const double ptop = y + 10;
-  const double ph = 260;
-  const double pbottom = ptop + ph;
-  double gmin = 1e300;
+// The plot: GPUs on powers of two, time on a log scale, each range padded
+// so no point sits on the frame.
+struct FitAxes {
+  double px0 = k_margin + 60;
+  double pw = 620;
+  double ptop = 0;
+  double ph = 260;
+  double gmin = 1e300;  // log2 of GPUs
   double gmax = 0;
-  double tmin = 1e300;
+  double tmin = 1e300;  // log10 of seconds
   double tmax = -1e300;
-  for (const FitPlan& p : result.plans) {
-    const double g = std::log2(static_cast<double>(p.setup.total_gpus()));
-    gmin = std::min(gmin, g);
-    gmax = std::max(gmax, g);
-    if (p.time.step_s > 0) {
-      const double t = std::log10(p.time.step_s);
-      tmin = std::min(tmin, t);
-      tmax = std::max(tmax, t);
-    }
-  }
-  if (tmax < tmin) {  // no plan has a time estimate
-    tmin = -1;
-    tmax = 1;
-  }
-  gmin = std::floor(gmin) - 0.5;
-  gmax = std::ceil(gmax) + 0.5;
-  if (tmax - tmin < 0.3) {
-    const double mid = (tmax + tmin) / 2;
-    tmin = mid - 0.15;
-    tmax = mid + 0.15;
-  }
-  tmin -= 0.1;
-  tmax += 0.1;
-  auto x_of = [&](int gpus) {
+
+  double pbottom() const { return ptop + ph; }
+  double x_of(int gpus) const {
     return px0 +
            pw * (std::log2(static_cast<double>(gpus)) - gmin) / (gmax - gmin);
-  };
-  auto y_of = [&](double seconds) {
+  }
+  double y_of(double seconds) const {
     const double t = seconds > 0 ? std::log10(seconds) : tmin;
-    return pbottom - ph * (t - tmin) / (tmax - tmin);
-  };
+    return pbottom() - ph * (t - tmin) / (tmax - tmin);
+  }
+};
 
-  svg.rect(px0, ptop, pw, ph, R"(fill="none" stroke="#999999")");
-  for (int k = static_cast<int>(std::ceil(gmin)); k <= gmax; ++k) {
+FitAxes fit_axes(const FitResult& result, double top) {
+  FitAxes a;
+  a.ptop = top;
+  for (const FitPlan& p : result.plans) {
+    const double g = std::log2(static_cast<double>(p.setup.total_gpus()));
+    a.gmin = std::min(a.gmin, g);
+    a.gmax = std::max(a.gmax, g);
+    if (p.time.step_s > 0) {
+      const double t = std::log10(p.time.step_s);
+      a.tmin = std::min(a.tmin, t);
+      a.tmax = std::max(a.tmax, t);
+    }
+  }
+  if (a.tmax < a.tmin) {  // no plan has a time estimate
+    a.tmin = -1;
+    a.tmax = 1;
+  }
+  a.gmin = std::floor(a.gmin) - 0.5;
+  a.gmax = std::ceil(a.gmax) + 0.5;
+  if (a.tmax - a.tmin < 0.3) {
+    const double mid = (a.tmax + a.tmin) / 2;
+    a.tmin = mid - 0.15;
+    a.tmax = mid + 0.15;
+  }
+  a.tmin -= 0.1;
+  a.tmax += 0.1;
+  return a;
+}
+
+// The frame, the GPU ticks and the 1-2-5 time grid, with their labels.
+void draw_fit_axes(Svg& svg, const FitAxes& a, bool training) {
+  const double pbottom = a.pbottom();
+  svg.rect(a.px0, a.ptop, a.pw, a.ph, R"(fill="none" stroke="#999999")");
+  for (int k = static_cast<int>(std::ceil(a.gmin)); k <= a.gmax; ++k) {
     const int gpus = 1 << k;
-    const double x = x_of(gpus);
-    svg.line(x, ptop, x, pbottom, fmt::format(R"(stroke="{}")", k_grid));
+    const double x = a.x_of(gpus);
+    svg.line(x, a.ptop, x, pbottom, fmt::format(R"(stroke="{}")", k_grid));
     svg.text(x, pbottom + 15, fmt::format("{}", gpus),
              fmt::format(R"(font-size="10" {})", fill(k_muted)), "middle");
   }
-  svg.text(px0 + pw / 2, pbottom + 32, "GPUs in total",
+  svg.text(a.px0 + a.pw / 2, pbottom + 32, "GPUs in total",
            fmt::format(R"(font-size="11" {})", fill(k_muted)), "middle");
-  for (int e = static_cast<int>(std::floor(tmin)); e <= std::ceil(tmax); ++e) {
+  for (int e = static_cast<int>(std::floor(a.tmin)); e <= std::ceil(a.tmax);
+       ++e) {
     for (const double m : {1.0, 2.0, 5.0}) {
       const double v = m * std::pow(10.0, e);
       const double t = std::log10(v);
-      if (t < tmin || t > tmax) {
+      if (t < a.tmin || t > a.tmax) {
         continue;
       }
-      const double gy = y_of(v);
-      svg.line(px0, gy, px0 + pw, gy, fmt::format(R"(stroke="{}")", k_grid));
-      svg.text(px0 - 6, gy + 4, duration(v),
+      const double gy = a.y_of(v);
+      svg.line(a.px0, gy, a.px0 + a.pw, gy,
+               fmt::format(R"(stroke="{}")", k_grid));
+      svg.text(a.px0 - 6, gy + 4, duration(v),
                fmt::format(R"(font-size="10" {})", fill(k_muted)), "end");
     }
   }
-  svg.text(px0, ptop - 6,
+  svg.text(a.px0, a.ptop - 6,
            training ? "time per optimizer step" : "time per output token",
            fmt::format(R"(font-size="11" {})", fill(k_muted)));
+}
 
-  // Point centres; a plan on the spot of a better one moves right by a
-  // point's width so both stay visible.
+// Point centres; a plan on the spot of a better one moves right by a
+// point's width so both stay visible.
+std::vector<std::pair<double, double>> point_centres(const FitResult& result,
+                                                     const FitAxes& a) {
   std::vector<std::pair<double, double>> centres;
   for (const FitPlan& p : result.plans) {
-    double cx = x_of(p.setup.total_gpus());
-    const double cy = y_of(p.time.step_s);
+    double cx = a.x_of(p.setup.total_gpus());
+    const double cy = a.y_of(p.time.step_s);
     for (const auto& [ox, oy] : centres) {
       if (std::abs(ox - cx) < 10 && std::abs(oy - cy) < 10) {
         cx = ox + 13;
@@ -935,17 +1012,20 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
     }
     centres.emplace_back(cx, cy);
   }
+  return centres;
+}
 
-  // Points, best last so the best is on top; labels avoid each other.
-  struct Box {
-    double x0, y0, x1, y1;
-  };
+struct Box {
+  double x0, y0, x1, y1;
+};
+
+// The points, best last so the best is on top, each with its command as a
+// tooltip; returns the boxes they cover.
+std::vector<Box> draw_points(
+    Svg& svg, const FitResult& result,
+    const std::vector<std::pair<double, double>>& centres, const Model& model,
+    const std::string& model_arg) {
   std::vector<Box> placed;
-  auto overlaps = [&](const Box& b) {
-    return std::any_of(placed.begin(), placed.end(), [&](const Box& o) {
-      return b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1;
-    });
-  };
   for (std::size_t i = result.plans.size(); i-- > 0;) {
     const FitPlan& p = result.plans[i];
     const auto [cx, cy] = centres[i];
@@ -956,10 +1036,23 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
                            plan_args(model_arg, model, *p.gpu, p.request)));
     placed.push_back({cx - 6, cy - 6, cx + 6, cy + 6});
   }
-  // Labels: "#1 8x H100-80" beside its point where that covers nothing,
-  // else "#1" alone (the list below names every plan).
-  auto inside = [&](const Box& b) {
-    return b.x0 >= px0 && b.x1 <= px0 + pw && b.y0 >= ptop && b.y1 <= pbottom;
+  return placed;
+}
+
+// Labels: "#1 8x H100-80" beside its point where that covers nothing, else
+// "#1" alone (the list below names every plan); `placed` holds what is
+// drawn already.
+void draw_point_labels(Svg& svg, const FitResult& result,
+                       const std::vector<std::pair<double, double>>& centres,
+                       const FitAxes& a, std::vector<Box>& placed) {
+  const auto overlaps = [&](const Box& b) {
+    return std::any_of(placed.begin(), placed.end(), [&](const Box& o) {
+      return b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1;
+    });
+  };
+  const auto inside = [&](const Box& b) {
+    return b.x0 >= a.px0 && b.x1 <= a.px0 + a.pw && b.y0 >= a.ptop &&
+           b.y1 <= a.pbottom();
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) {
     const FitPlan& p = result.plans[i];
@@ -989,10 +1082,12 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
     svg.text(chosen->first.x0, chosen->first.y1 - 2, labels[chosen->second],
              R"(font-size="10")");
   }
+}
 
-  // Colour legend.
-  double ly = ptop + 10;
-  const double lx = px0 + pw + 20;
+// The colour legend right of the plot.
+void headroom_legend(Svg& svg, const FitAxes& a) {
+  double ly = a.ptop + 10;
+  const double lx = a.px0 + a.pw + 20;
   svg.text(lx, ly, "headroom", R"(font-weight="bold")");
   ly += 6;
   svg.text(lx, ly + 10, "(share of the card)",
@@ -1005,15 +1100,17 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
     svg.text(lx + 18, ly, bin.label, R"(font-size="11")");
     ly += 18;
   }
+}
 
-  // The plans as a list: the numbers of `oomplan fit`'s table.
+// The plans as a list from `y` on: the numbers of `oomplan fit`'s table;
+// returns the y below.
+double fit_list(Svg& svg, const FitResult& result, double y, bool training) {
   const double c_gpus = k_margin + 30;
   const double c_per_gpu = k_margin + 250;
   const double c_headroom = k_margin + 340;
   const double c_step = k_margin + 420;
   const double c_rate = k_margin + 500;
   const double c_layout = k_margin + 520;
-  y = pbottom + 56;
   const std::string_view bold = R"(font-weight="bold")";
   svg.text(k_margin, y, "#", bold);
   svg.text(c_gpus, y, "GPUs", bold);
@@ -1033,10 +1130,51 @@ std::string render_fit_svg(const FitResult& result, const Model& model,
     svg.text(c_headroom, y, format_gib(p.headroom_bytes), {}, "end");
     svg.text(c_step, y, duration(p.time.step_s), {}, "end");
     svg.text(c_rate, y, rate(p.time.tokens_per_s), {}, "end");
-    const double next = paragraph(svg, c_layout, y, fit_layout(s), 11,
-                                  width - k_margin - c_layout, fill(k_muted));
+    const double next =
+        paragraph(svg, c_layout, y, fit_layout(s), 11,
+                  k_fit_width - k_margin - c_layout, fill(k_muted));
     y = std::max(y + 17, next + 2);
   }
+  return y;
+}
+
+}  // namespace
+
+std::string render_fit_svg(const FitResult& result, const Model& model,
+                           const std::string& model_arg) {
+  const Setup& base = result.base;
+  const double width = k_fit_width;
+  Svg svg;
+  double y = 30;
+  const std::string title =
+      fmt::format("oomplan fit {}: {}, {} tokens per sequence, up to {} GPUs",
+                  model.name, mode_name(base.mode), base.seq, result.max_gpus);
+  svg.text(k_margin, y, title, R"(font-size="17" font-weight="bold")");
+  y += 20;
+  y = paragraph(
+      svg, k_margin, y,
+      fmt::format("{} configurations priced, {} on the Pareto front (GPUs, "
+                  "time, headroom); the best {} shown",
+                  result.evaluated, result.front, result.plans.size()),
+      12, width - 2 * k_margin, fill(k_muted));
+  y += 10;
+  if (result.plans.empty()) {
+    y = paragraph(svg, k_margin, y + 10,
+                  fmt::format("no configuration fits within {} GPUs; raise "
+                              "--max-gpus, lower --seq or allow quantization "
+                              "and offload",
+                              result.max_gpus),
+                  14, width - 2 * k_margin,
+                  fmt::format(R"(font-weight="bold" {})", fill(k_bad)));
+    return svg.finish(width, y + 10, title);
+  }
+  const FitAxes axes = fit_axes(result, y + 10);
+  draw_fit_axes(svg, axes, base.training());
+  const auto centres = point_centres(result, axes);
+  std::vector<Box> placed = draw_points(svg, result, centres, model, model_arg);
+  draw_point_labels(svg, result, centres, axes, placed);
+  headroom_legend(svg, axes);
+  y = fit_list(svg, result, axes.pbottom() + 56, base.training());
   return svg.finish(width, y + 8, title);
 }
 

@@ -112,11 +112,11 @@ class Searcher {
   std::int64_t priced() const { return m_counts.priced; }
 
  private:
-  struct Dim;
   // One card and count's knobs and what has been priced there, kept while
   // searches for several objectives run on them.
   struct Space;
-  std::vector<Dim> dims(const Gpu& gpu, const Setup& start) const;
+  // One search's walk over a Space for one objective.
+  class Walk;
   void rank(Space& space) const;
   Space& space(const Gpu& gpu, int count, std::optional<double> headroom_share);
   std::optional<Found> search(Space& space, Objective objective);
