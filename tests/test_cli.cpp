@@ -598,30 +598,58 @@ struct WorkingDirectory {
   WorkingDirectory& operator=(const WorkingDirectory&) = delete;
 };
 
+// README.md, then docs/*.md in name order.
+std::vector<std::filesystem::path> example_pages() {
+  namespace fs = std::filesystem;
+  const fs::path root(OOMPLAN_SOURCE_DIR);
+  std::vector<fs::path> docs;
+  for (const auto& entry : fs::directory_iterator(root / "docs")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".md") {
+      docs.push_back(entry.path());
+    }
+  }
+  std::sort(docs.begin(), docs.end());
+  std::vector<fs::path> pages = {root / "README.md"};
+  pages.insert(pages.end(), docs.begin(), docs.end());
+  return pages;
+}
+
 TEST_CASE("cli: every README example prints what the binary prints", "[cli]") {
-  const std::string readme = oomplan::test::read_required_file(
-      std::string(OOMPLAN_SOURCE_DIR) + "/README.md");
-  const auto examples = readme_examples(readme);
   // The examples name files by their path in the repository (tests/data/...),
   // as a reader runs them from a clone's root.
   const WorkingDirectory cwd(OOMPLAN_SOURCE_DIR);
-  // The opening example, the fix checklist, sizing, the errors, ...
-  CHECK(examples.size() >= 12);
-  for (const ReadmeExample& example : examples) {
-    INFO("$ oomplan " << example.command);
-    const auto r = run_cli(words(example.command));
-    const std::string actual = r.out + r.err;
-    if (actual != example.expected) {
-      // Raw, unwrapped, so it can be pasted into README.md as is.
-      std::cerr << "README.md's example is stale; it prints:\n$ oomplan "
-                << example.command << "\n"
-                << actual;
+  std::size_t count = 0;
+  for (const auto& page : example_pages()) {
+    const std::string name = page.filename().string() == "README.md"
+                                 ? "README.md"
+                                 : "docs/" + page.filename().string();
+    const auto examples =
+        readme_examples(oomplan::test::read_required_file(page));
+    for (const ReadmeExample& example : examples) {
+      INFO(name << ": $ oomplan " << example.command);
+      const auto r = run_cli(words(example.command));
+      const std::string actual = r.out + r.err;
+      if (actual != example.expected) {
+        // Raw, unwrapped, so it can be pasted into the page as is (or run
+        // python3 tests/regen_readme.py build/oomplan).
+        std::cerr << name << "'s example is stale; it prints:\n$ oomplan "
+                  << example.command << "\n"
+                  << actual;
+      }
+      CHECK(actual == example.expected);
     }
-    CHECK(actual == example.expected);
+    if (name == "README.md") {
+      // The opening example, the fix checklist, sizing, fit, check,
+      // diagnose, the errors: half a dozen and more.
+      CHECK(examples.size() >= 6);
+      // The first is the one README's first command runs.
+      REQUIRE_FALSE(examples.empty());
+      CHECK(examples.front().command == k_readme_args);
+    }
+    count += examples.size();
   }
-  // The first is the one README's first command runs.
-  REQUIRE_FALSE(examples.empty());
-  CHECK(examples.front().command == k_readme_args);
+  // With the manual's: every error of plan, check's and diagnose's examples.
+  CHECK(count >= 25);
 }
 
 TEST_CASE("cli: a repeated option takes its last value", "[cli]") {

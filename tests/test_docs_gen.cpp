@@ -35,8 +35,16 @@ std::vector<CommandDoc> toy_commands() {
         {"--dir", "DIR", "where .files live", "", {}, "Output"},
         {"--gpus", "NxNAME", "cards", "", {}, "Hardware"},
         format},
-       {"MODEL"}},
+       {{"MODEL", "the model", true, false}}},
       {"list", "list the things", {format}, {}},
+      {"check",
+       "check files",
+       {format},
+       {{"FILE", "files to check", true, true}}},
+      {"explain",
+       "explain a log",
+       {},
+       {{"LOG", "the log", true, false}, {"MODEL", "its model", false, false}}},
   };
 }
 
@@ -121,6 +129,11 @@ TEST_CASE(
   CHECK_THAT(man, Catch::Contains(".SH SYNOPSIS\n\\fBtoy\\fR \\fIMODEL\\fR "
                                   "[\\fIoptions\\fR]\n.br\n\\fBtoy\\fR "
                                   "\\fBrun\\fR \\fIMODEL\\fR"));
+  // One or more FILEs; an optional MODEL; no [options] without options.
+  CHECK_THAT(man, Catch::Contains("\\fBtoy\\fR \\fBcheck\\fR \\fIFILE\\fR... "
+                                  "[\\fIoptions\\fR]\n.br\n"));
+  CHECK_THAT(man, Catch::Contains("\\fBtoy\\fR \\fBexplain\\fR \\fILOG\\fR "
+                                  "[\\fIMODEL\\fR]\n.br\n"));
   // Groups in first-appearance order; a value name in italics, choices in
   // braces, the default after the help, hyphens of flags as minus signs.
   CHECK_THAT(man,
@@ -167,8 +180,110 @@ TEST_CASE("docs: oomplan's man page passes groff and man without a warning",
     CHECK(warnings.out.empty());
     const Shell page = shell("MANWIDTH=80 man -l " + path);
     CHECK_THAT(page.out, Catch::Contains("--max-model-len INT"));
+    // The synopsis as `oomplan check --help` and `diagnose --help` take
+    // them: one or more FILEs; a LOG and an optional MODEL.
+    CHECK_THAT(page.out,
+               Catch::Contains("       oomplan check FILE... [options]\n"));
+    CHECK_THAT(
+        page.out,
+        Catch::Contains("       oomplan diagnose LOG [MODEL] [options]\n"));
   }
   fs::remove(path);
+}
+
+TEST_CASE("docs: a synopsis marks repeated and optional positionals",
+          "[docs]") {
+  const auto toy = toy_commands();
+  CHECK(synopsis_text(toy[0], false) == "MODEL [options]");
+  CHECK(synopsis_text(toy[0], true) == "run MODEL [options]");
+  CHECK(synopsis_text(toy[2], true) == "check FILE... [options]");
+  CHECK(synopsis_text(toy[3], true) == "explain LOG [MODEL]");
+  // oomplan's own, read from the CLI11 wiring.
+  for (const CommandDoc& c : cli::command_docs()) {
+    if (c.name == "check") {
+      CHECK(synopsis_text(c, true) == "check FILE... [options]");
+    } else if (c.name == "diagnose") {
+      CHECK(synopsis_text(c, true) == "diagnose LOG [MODEL] [options]");
+    } else if (c.name == "plan" || c.name == "fit") {
+      CHECK(synopsis_text(c, true) == c.name + " MODEL [options]");
+    }
+  }
+}
+
+TEST_CASE(
+    "docs: the Markdown reference lists a command's positionals and "
+    "options by group",
+    "[docs]") {
+  const auto toy = toy_commands();
+  const std::string run = render_markdown_reference("toy", toy, toy[0]);
+  // The default command shows both forms of its synopsis, then its summary.
+  CHECK_THAT(run, Catch::Contains("\n    toy MODEL [options]\n    toy run "
+                                  "MODEL [options]\n\nrun the thing (the "
+                                  "default).\n"));
+  CHECK_THAT(run, Catch::Contains("| `MODEL` | the model |\n"));
+  // Groups in first-appearance order (Workload, Output, Hardware), a table
+  // each: the flag, its value (choices as --help lists them), its default.
+  const auto workload = run.find("**Workload**");
+  const auto output = run.find("**Output**");
+  const auto hardware = run.find("**Hardware**");
+  CHECK(workload < output);
+  CHECK(output < hardware);
+  CHECK(hardware != std::string::npos);
+  CHECK_THAT(run, Catch::Contains("| option | value | default | meaning |\n"
+                                  "|---|---|---|---|\n| `--seq` | `INT` | "
+                                  "`4096` | tokens per sequence |\n| "
+                                  "`--fast` |  |  | skip the slow path |\n"));
+  CHECK_THAT(run,
+             Catch::Contains(
+                 "| `--format` | `{text,json}` | `text` | text or json |"));
+  CHECK_THAT(run, Catch::EndsWith("`toy run --help` prints the same list.\n"));
+  // A later command: its own synopsis only; FILE... and [MODEL].
+  const std::string check = render_markdown_reference("toy", toy, toy[2]);
+  CHECK_THAT(check, Catch::Contains("\n    toy check FILE... [options]\n\n"));
+  CHECK(check.find("    toy FILE") == std::string::npos);
+  CHECK_THAT(check, Catch::Contains("| `FILE...` | files to check |"));
+  CHECK_THAT(render_markdown_reference("toy", toy, toy[3]),
+             Catch::Contains("| `[MODEL]` | its model |"));
+  // A '|' would end the cell: escaped, in code spans too; '<' is HTML.
+  const CommandDoc odd{
+      "odd",
+      "odd texts",
+      {{"--min", "GIB|PCT%", "keep a | b <free>", "", {}, "Overrides"}},
+      {}};
+  CHECK_THAT(render_markdown_reference("toy", {odd}, odd),
+             Catch::Contains("| `--min` | `GIB\\|PCT%` |  | keep a \\| b "
+                             "&lt;free> |"));
+}
+
+TEST_CASE(
+    "docs: a page's generated sections are rewritten, the rest kept as "
+    "written",
+    "[docs]") {
+  const auto toy = toy_commands();
+  const std::string page =
+      "# toy check\n\nprose\n<!-- oomplan-options:begin check -->\nstale\n"
+      "<!-- oomplan-options:end check -->\nmore prose\n";
+  const FilledPage filled = fill_reference_sections(page, "toy", toy);
+  CHECK(filled.problems.empty());
+  CHECK(filled.commands == std::vector<std::string>{"check"});
+  CHECK(filled.text ==
+        "# toy check\n\nprose\n<!-- oomplan-options:begin check -->\n" +
+            render_markdown_reference("toy", toy, toy[2]) +
+            "<!-- oomplan-options:end check -->\nmore prose\n");
+  // Filling again changes nothing.
+  CHECK(fill_reference_sections(filled.text, "toy", toy).text == filled.text);
+  // A section of no command, or without its end, is reported and kept.
+  const std::string unknown =
+      "<!-- oomplan-options:begin nope -->\nx\n<!-- oomplan-options:end nope "
+      "-->\n";
+  const FilledPage bad = fill_reference_sections(unknown, "toy", toy);
+  CHECK(bad.text == unknown);
+  CHECK(bad.problems == std::vector<std::string>{"no command 'nope'"});
+  const std::string open = "<!-- oomplan-options:begin run -->\nx\n";
+  const FilledPage unended = fill_reference_sections(open, "toy", toy);
+  CHECK(unended.text == open);
+  CHECK(unended.problems ==
+        std::vector<std::string>{"no line '<!-- oomplan-options:end run -->'"});
 }
 
 // Completes `words` (the last one being typed) with the bash script loaded;
@@ -220,6 +335,17 @@ TEST_CASE(
   CHECK(bash_complete(script, "oomplan plan llama-3-70b ll") == "\n");
   // Global flags first on the line.
   CHECK(bash_complete(script, "oomplan --ver") == "--version\n");
+  // check FILE...: files after the first file too; diagnose LOG [MODEL]:
+  // files, then nothing after the second positional.
+  const fs::path dir = fs::temp_directory_path() / "oomplan_docs_files";
+  fs::create_directories(dir);
+  std::ofstream(dir / "train.yaml") << "x";
+  const std::string typed = "'" + (dir / "tr").string() + "'";
+  const std::string expected = (dir / "train.yaml").string() + "\n";
+  CHECK(bash_complete(script, "oomplan check a.yaml " + typed) == expected);
+  CHECK(bash_complete(script, "oomplan diagnose " + typed) == expected);
+  CHECK(bash_complete(script, "oomplan diagnose a.log m " + typed) == "\n");
+  fs::remove_all(dir);
   fs::remove(script);
 }
 

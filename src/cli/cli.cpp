@@ -191,7 +191,11 @@ std::vector<CommandDoc> command_docs() {
         continue;
       }
       if (option->get_positional() && option->nonpositional() == false) {
-        doc.positionals.push_back(option->get_name());
+        // FILE takes every word left (check's TakeAll); diagnose's MODEL
+        // may be absent.
+        doc.positionals.push_back(
+            {option->get_name(), option->get_description(),
+             option->get_required(), option->get_items_expected_max() > 1});
         continue;
       }
       OptionDoc o;

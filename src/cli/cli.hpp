@@ -8,7 +8,7 @@
 //                                  the fewest GPUs of each common type
 //   oomplan fit MODEL [options]    search for the cheapest setups that fit
 //   oomplan check FILE...          gate launch configs (CI)
-//   oomplan diagnose LOG           explain an out-of-memory log
+//   oomplan diagnose LOG [MODEL]   explain an out-of-memory log
 //   oomplan models | oomplan gpus  the catalog
 //
 // Output is assembled in memory and written only on success, so an error
@@ -43,8 +43,9 @@ struct Environment {
 int run(const std::vector<std::string>& args, std::ostream& out,
         std::ostream& err, const Environment& env = {});
 
-// Every subcommand with its options, read from the CLI11 wiring itself: the
-// man page and the completions are generated from it (oomplan_gen_docs).
+// Every subcommand with its positionals and options, read from the CLI11
+// wiring itself, so `--help`, the man page, the completions and the option
+// reference of the docs/ pages print the same texts (oomplan_gen_docs).
 std::vector<CommandDoc> command_docs();
 
 }  // namespace oomplan::cli

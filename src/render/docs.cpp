@@ -226,11 +226,47 @@ std::string zsh_function_name(const std::string& program,
   return name;
 }
 
-}  // namespace
+// --- Synopsis.
 
-std::string render_man_page(const std::vector<CommandDoc>& commands,
-                            const ManPage& page) {
-  std::string out;
+// One positional as a synopsis shows it (`shown` is its name, formatted):
+// MODEL, FILE... (one or more), [MODEL] (optional).
+std::string positional_word(const PositionalDoc& p, const std::string& shown) {
+  // Appended piece by piece: GCC 12 takes "[" + std::string&& for an
+  // overlapping memcpy (-Wrestrict).
+  std::string word;
+  if (!p.required) {
+    word += '[';
+  }
+  word += shown;
+  if (p.repeated) {
+    word += "...";
+  }
+  if (!p.required) {
+    word += ']';
+  }
+  return word;
+}
+
+// "\fBoomplan\fR \fBcheck\fR \fIFILE\fR... [\fIoptions\fR]".
+std::string roff_synopsis(const std::string& program, const CommandDoc& c,
+                          bool named) {
+  std::string line = program;
+  if (named) {
+    line += " \\fB" + roff_literal(c.name) + "\\fR";
+  }
+  for (const auto& p : c.positionals) {
+    line += ' ';
+    line += positional_word(p, "\\fI" + roff_literal(p.name) + "\\fR");
+  }
+  if (!c.options.empty()) {
+    line += " [\\fIoptions\\fR]";
+  }
+  return line;
+}
+
+// --- The man page, section by section.
+
+void man_head(std::string& out, const ManPage& page) {
   fmt::format_to(std::back_inserter(out),
                  ".\\\" Generated from the option table by {}_gen_docs; do "
                  "not edit.\n",
@@ -243,112 +279,119 @@ std::string render_man_page(const std::vector<CommandDoc>& commands,
                  page.date, page.program, page.version);
   out += ".SH NAME\n";
   out += roff_literal(page.program) + " \\- " + roff(page.summary) + "\n";
+}
 
+// The default command's synopsis without its name, then each command's,
+// then the global flags.
+void man_synopsis(std::string& out, const std::vector<CommandDoc>& commands,
+                  const ManPage& page, const std::string& program) {
   out += ".SH SYNOPSIS\n";
-  const std::string program = "\\fB" + roff_literal(page.program) + "\\fR";
-  auto synopsis = [&](const CommandDoc& c, bool named) {
-    std::string line = program;
-    if (named) {
-      line += " \\fB" + roff_literal(c.name) + "\\fR";
-    }
-    for (const auto& p : c.positionals) {
-      line += " \\fI" + roff_literal(p) + "\\fR";
-    }
-    if (!c.options.empty()) {
-      line += " [\\fIoptions\\fR]";
-    }
-    return line;
-  };
   if (!commands.empty()) {
-    out += synopsis(commands.front(), false) + "\n.br\n";
+    out += roff_synopsis(program, commands.front(), false) + "\n.br\n";
   }
   for (const auto& c : commands) {
-    out += synopsis(c, true) + "\n.br\n";
+    out += roff_synopsis(program, c, true) + "\n.br\n";
   }
   std::vector<std::string> globals;
   for (const auto& g : page.global_options) {
     globals.push_back("\\fB" + roff_literal(g.flag) + "\\fR");
   }
   out += program + " " + join(globals, " | ") + "\n";
+}
 
-  out += ".SH DESCRIPTION\n";
-  for (const auto& paragraph : page.description) {
-    out += ".PP\n" + roff(paragraph) + "\n";
-  }
+// A command's options split against those an earlier command showed: its
+// own, and the groups of the shared ones (in first-appearance order).
+struct OwnOptions {
+  std::vector<const OptionDoc*> own;
+  std::vector<std::string> shared_groups;
+};
 
-  out += ".SH COMMANDS\n";
-  for (const auto& c : commands) {
-    out += ".TP\n" + synopsis(c, true).substr(program.size() + 1) + "\n";
-    out += roff(c.summary) + "\n";
-  }
-
-  // OPTIONS: the first command's options by group; each later command's
-  // options that differ from those already shown under its own heading.
-  out += ".SH OPTIONS\n";
-  std::vector<OptionDoc> shown;
-  for (std::size_t ci = 0; ci < commands.size(); ++ci) {
-    const CommandDoc& c = commands[ci];
-    std::vector<const OptionDoc*> own;
-    std::vector<std::string> shared_groups;
-    for (const auto& o : c.options) {
-      const bool seen =
-          std::any_of(shown.begin(), shown.end(),
-                      [&](const OptionDoc& s) { return same_option(s, o); });
-      if (!seen) {
-        own.push_back(&o);
-      } else if (std::find(shared_groups.begin(), shared_groups.end(),
-                           o.group) == shared_groups.end()) {
-        shared_groups.push_back(o.group);
-      }
+OwnOptions own_options(const CommandDoc& c,
+                       const std::vector<OptionDoc>& shown) {
+  OwnOptions split;
+  for (const auto& o : c.options) {
+    const bool seen =
+        std::any_of(shown.begin(), shown.end(),
+                    [&](const OptionDoc& s) { return same_option(s, o); });
+    if (!seen) {
+      split.own.push_back(&o);
+    } else if (std::find(split.shared_groups.begin(), split.shared_groups.end(),
+                         o.group) == split.shared_groups.end()) {
+      split.shared_groups.push_back(o.group);
     }
-    if (ci == 0) {
-      std::vector<std::string> groups;
-      for (const OptionDoc* o : own) {
-        if (std::find(groups.begin(), groups.end(), o->group) == groups.end()) {
-          groups.push_back(o->group);
-        }
-      }
-      for (const auto& group : groups) {
-        out += ".SS \"" + roff(group) + "\"\n";
-        for (const OptionDoc* o : own) {
-          if (o->group == group) {
-            roff_option(out, *o);
-          }
-        }
-      }
-    } else {
-      out += ".SS \"" + roff_literal(page.program + " " + c.name) + "\"\n";
-      if (!shared_groups.empty()) {
-        std::string list;
-        for (std::size_t i = 0; i < shared_groups.size(); ++i) {
-          if (i > 0) {
-            list += i + 1 == shared_groups.size() ? " and " : ", ";
-          }
-          list += shared_groups[i];
-        }
-        // An own option that replaces one shown above (fit's --gpus).
-        std::vector<std::string> replaced;
-        for (const OptionDoc* o : own) {
-          if (std::any_of(shown.begin(), shown.end(), [&](const OptionDoc& s) {
-                return s.flag == o->flag;
-              })) {
-            replaced.push_back(o->flag);
-          }
-        }
-        out += ".PP\n" +
-               roff(fmt::format("Takes the {} options above{}{}", list,
-                                replaced.empty()
-                                    ? ""
-                                    : fmt::format(" (with its own {})",
-                                                  join(replaced, ", ")),
-                                own.empty() ? "." : ", and:")) +
-               "\n";
-      }
-      for (const OptionDoc* o : own) {
+  }
+  return split;
+}
+
+// The first command's options, one subsection per group.
+void man_grouped_options(std::string& out,
+                         const std::vector<const OptionDoc*>& own) {
+  std::vector<std::string> groups;
+  for (const OptionDoc* o : own) {
+    if (std::find(groups.begin(), groups.end(), o->group) == groups.end()) {
+      groups.push_back(o->group);
+    }
+  }
+  for (const auto& group : groups) {
+    out += ".SS \"" + roff(group) + "\"\n";
+    for (const OptionDoc* o : own) {
+      if (o->group == group) {
         roff_option(out, *o);
       }
     }
-    for (const OptionDoc* o : own) {
+  }
+}
+
+// A later command under its own heading: which groups above it takes, then
+// its own options.
+void man_command_options(std::string& out, const ManPage& page,
+                         const CommandDoc& c, const OwnOptions& split,
+                         const std::vector<OptionDoc>& shown) {
+  out += ".SS \"" + roff_literal(page.program + " " + c.name) + "\"\n";
+  if (!split.shared_groups.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < split.shared_groups.size(); ++i) {
+      if (i > 0) {
+        list += i + 1 == split.shared_groups.size() ? " and " : ", ";
+      }
+      list += split.shared_groups[i];
+    }
+    // An own option that replaces one shown above (fit's --gpus).
+    std::vector<std::string> replaced;
+    for (const OptionDoc* o : split.own) {
+      if (std::any_of(shown.begin(), shown.end(),
+                      [&](const OptionDoc& s) { return s.flag == o->flag; })) {
+        replaced.push_back(o->flag);
+      }
+    }
+    out +=
+        ".PP\n" +
+        roff(fmt::format("Takes the {} options above{}{}", list,
+                         replaced.empty() ? ""
+                                          : fmt::format(" (with its own {})",
+                                                        join(replaced, ", ")),
+                         split.own.empty() ? "." : ", and:")) +
+        "\n";
+  }
+  for (const OptionDoc* o : split.own) {
+    roff_option(out, *o);
+  }
+}
+
+// OPTIONS: the first command's options by group; each later command's
+// options that differ from those already shown under its own heading.
+void man_options(std::string& out, const std::vector<CommandDoc>& commands,
+                 const ManPage& page) {
+  out += ".SH OPTIONS\n";
+  std::vector<OptionDoc> shown;
+  for (std::size_t ci = 0; ci < commands.size(); ++ci) {
+    const OwnOptions split = own_options(commands[ci], shown);
+    if (ci == 0) {
+      man_grouped_options(out, split.own);
+    } else {
+      man_command_options(out, page, commands[ci], split, shown);
+    }
+    for (const OptionDoc* o : split.own) {
       shown.push_back(*o);
     }
   }
@@ -358,44 +401,44 @@ std::string render_man_page(const std::vector<CommandDoc>& commands,
       roff_option(out, g);
     }
   }
-
-  auto definitions = [&](std::string_view title, const auto& items,
-                         bool literal) {
-    if (items.empty()) {
-      return;
-    }
-    out += ".SH " + std::string(title) + "\n";
-    for (const auto& [term, text] : items) {
-      out += ".TP\n";
-      out +=
-          literal ? "\\fB" + roff_literal(term) + "\\fR\n" : roff(term) + "\n";
-      out += roff(text) + "\n";
-    }
-  };
-  definitions("EXIT STATUS", page.exit_status, false);
-  definitions("ENVIRONMENT", page.environment, true);
-  definitions("FILES", page.files, true);
-  definitions("EXAMPLES", page.examples, true);
-  if (!page.see_also.empty()) {
-    out += ".SH \"SEE ALSO\"\n";
-    std::vector<std::string> refs;
-    for (const auto& ref : page.see_also) {
-      const auto paren = ref.find('(');
-      refs.push_back(paren == std::string::npos
-                         ? "\\fB" + roff_literal(ref) + "\\fR"
-                         : "\\fB" + roff_literal(ref.substr(0, paren)) +
-                               "\\fR" + ref.substr(paren));
-    }
-    out += join(refs, ",\n") + "\n";
-  }
-  return out;
 }
 
-std::string render_bash_completion(const std::string& program,
-                                   const std::vector<CommandDoc>& commands,
-                                   const std::vector<OptionDoc>& globals,
-                                   const CompletionWords& words) {
-  const std::string fn = "_" + program;
+void man_definitions(
+    std::string& out, std::string_view title,
+    const std::vector<std::pair<std::string, std::string>>& items,
+    bool literal) {
+  if (items.empty()) {
+    return;
+  }
+  out += ".SH " + std::string(title) + "\n";
+  for (const auto& [term, text] : items) {
+    out += ".TP\n";
+    out += literal ? "\\fB" + roff_literal(term) + "\\fR\n" : roff(term) + "\n";
+    out += roff(text) + "\n";
+  }
+}
+
+void man_see_also(std::string& out, const ManPage& page) {
+  if (page.see_also.empty()) {
+    return;
+  }
+  out += ".SH \"SEE ALSO\"\n";
+  std::vector<std::string> refs;
+  for (const auto& ref : page.see_also) {
+    const auto paren = ref.find('(');
+    refs.push_back(paren == std::string::npos
+                       ? "\\fB" + roff_literal(ref) + "\\fR"
+                       : "\\fB" + roff_literal(ref.substr(0, paren)) + "\\fR" +
+                             ref.substr(paren));
+  }
+  out += join(refs, ",\n") + "\n";
+}
+
+// --- bash, part by part.
+
+// The header, the catalog's words and the --gpus helpers.
+std::string bash_prelude(const std::string& program, const std::string& fn,
+                         const CompletionWords& words) {
   std::string out;
   fmt::format_to(std::back_inserter(out),
                  "# bash completion for {0}: generated from its option table "
@@ -438,17 +481,13 @@ std::string render_bash_completion(const std::string& program,
 
 )",
       fn);
+  return out;
+}
 
-  std::vector<std::string> names;
-  for (const auto& c : commands) {
-    names.push_back(c.name);
-  }
-  std::vector<std::string> global_flags;
-  for (const auto& g : globals) {
-    global_flags.push_back(g.flag);
-  }
-  const std::string first = commands.empty() ? "" : commands.front().name;
-  // Per command: its options, and (between spaces) those that take a value.
+// Per command: its options, and (between spaces) those that take a value.
+std::string bash_option_lists(const std::string& fn,
+                              const std::vector<CommandDoc>& commands) {
+  std::string out;
   for (const auto& c : commands) {
     std::vector<std::string> value_flags;
     for (const auto& o : c.options) {
@@ -461,10 +500,20 @@ std::string render_bash_completion(const std::string& program,
     out += fn + "_" + c.name +
            "_values=" + sh_quote(" " + join(value_flags, " ") + " ") + "\n";
   }
-  out += "\n";
+  return out + "\n";
+}
 
+// The completion function's start: which command the line runs, or the
+// commands and models while none is given.
+std::string bash_find_command(const std::string& program, const std::string& fn,
+                              const std::vector<CommandDoc>& commands) {
+  std::vector<std::string> names;
+  for (const auto& c : commands) {
+    names.push_back(c.name);
+  }
+  const std::string first = commands.empty() ? "" : commands.front().name;
   const std::string first_values = "$" + fn + "_" + first + "_values";
-  out += fn + "() {\n";
+  std::string out = fn + "() {\n";
   out +=
       "  local cur=${COMP_WORDS[COMP_CWORD]} "
       "prev=${COMP_WORDS[COMP_CWORD-1]}\n";
@@ -496,7 +545,14 @@ std::string render_bash_completion(const std::string& program,
   out += "    # Options before MODEL belong to the default command.\n";
   out += "    cmd=" + first + "\n    start=$COMP_CWORD\n";
   out += "  fi\n";
-  out += "  case $cmd in\n";
+  return out;
+}
+
+// The value of the option before the cursor, per command; else the
+// command's options and value-taking flags.
+std::string bash_option_values(const std::string& fn,
+                               const std::vector<CommandDoc>& commands) {
+  std::string out = "  case $cmd in\n";
   for (const auto& c : commands) {
     out += "    " + c.name + ")\n";
     bool any_value = false;
@@ -518,7 +574,19 @@ std::string render_bash_completion(const std::string& program,
     out += "      ;;\n";
   }
   out += "  esac\n";
-  out += "  if [[ $cur == -* ]]; then\n";
+  return out;
+}
+
+// Options for a word starting with '-'; else the command's positionals,
+// while it expects more (FILE... always does).
+std::string bash_positionals(const std::string& fn,
+                             const std::vector<CommandDoc>& commands,
+                             const std::vector<OptionDoc>& globals) {
+  std::vector<std::string> global_flags;
+  for (const auto& g : globals) {
+    global_flags.push_back(g.flag);
+  }
+  std::string out = "  if [[ $cur == -* ]]; then\n";
   out += "    ((COMP_CWORD == 1)) && opts+=" +
          sh_quote(" " + join(global_flags, " ")) + "\n";
   out += "    COMPREPLY=($(compgen -W \"$opts --help\" -- \"$cur\"))\n";
@@ -537,27 +605,30 @@ std::string render_bash_completion(const std::string& program,
     if (c.positionals.empty()) {
       continue;
     }
+    const bool model = c.positionals.front().name == "MODEL";
+    const std::string reply =
+        model ? "COMPREPLY=($(compgen -W \"$" + fn +
+                    "_models\" -- \"$cur\") $(compgen -f -- \"$cur\"))\n"
+              : "COMPREPLY=($(compgen -f -- \"$cur\"))\n";
     out += "    " + c.name + ")\n";
+    if (c.positionals.back().repeated) {
+      out += "      compopt -o filenames 2>/dev/null\n      " + reply;
+      out += "      ;;\n";
+      continue;
+    }
     out += fmt::format("      if ((positionals < {})); then\n",
                        c.positionals.size());
-    out += "        compopt -o filenames 2>/dev/null\n";
-    const bool model = c.positionals.front() == "MODEL";
-    out += model ? "        COMPREPLY=($(compgen -W \"$" + fn +
-                       "_models\" -- \"$cur\") $(compgen -f -- \"$cur\"))\n"
-                 : "        COMPREPLY=($(compgen -f -- \"$cur\"))\n";
+    out += "        compopt -o filenames 2>/dev/null\n        " + reply;
     out += "      fi\n      ;;\n";
   }
   out += "  esac\n";
-  out += "}\n\n";
-  out += "complete -F " + fn + " " + program + "\n";
   return out;
 }
 
-std::string render_zsh_completion(const std::string& program,
-                                  const std::vector<CommandDoc>& commands,
-                                  const std::vector<OptionDoc>& globals,
-                                  const CompletionWords& words) {
-  const std::string fn = "_" + program;
+// --- zsh, part by part.
+
+std::string zsh_prelude(const std::string& program, const std::string& fn,
+                        const CompletionWords& words) {
   std::string out;
   fmt::format_to(std::back_inserter(out),
                  "#compdef {0}\n# zsh completion for {0}: generated from its "
@@ -590,29 +661,42 @@ std::string render_zsh_completion(const std::string& program,
 )",
                  fn, join(words.models, " "), join(words.gpus, " "),
                  join(words.instances, " "));
+  return out;
+}
 
-  for (const auto& c : commands) {
-    out += zsh_function_name(program, c.name) + "() {\n";
-    out += "  _arguments -s \\\n";
-    out += "    '(- *)'{-h,--help}'[print the help and exit]' \\\n";
-    for (const auto& o : c.options) {
-      out += "    " + zsh_spec(o) + " \\\n";
-    }
-    if (!c.positionals.empty()) {
-      for (std::size_t i = 0; i < c.positionals.size(); ++i) {
-        const bool model = c.positionals[i] == "MODEL";
-        out += "    " +
-               sh_quote(fmt::format("{}:{}:{}", i + 1,
-                                    zsh_describe(c.positionals[i]),
-                                    model ? fn + "_models" : "_files")) +
-               " \\\n";
-      }
-    }
-    out += "    && return 0\n}\n\n";
+// One positional's _arguments spec: "1:LOG:_files", "2::MODEL:_oomplan_models"
+// (optional), "*:FILE:_files" (one or more).
+std::string zsh_positional_spec(const std::string& fn, const PositionalDoc& p,
+                                std::size_t index) {
+  const std::string action = p.name == "MODEL" ? fn + "_models" : "_files";
+  const std::string position =
+      p.repeated ? "*" : std::to_string(index + 1) + (p.required ? "" : ":");
+  return sh_quote(
+      fmt::format("{}:{}:{}", position, zsh_describe(p.name), action));
+}
+
+std::string zsh_command_function(const std::string& program,
+                                 const std::string& fn, const CommandDoc& c) {
+  std::string out = zsh_function_name(program, c.name) + "() {\n";
+  out += "  _arguments -s \\\n";
+  out += "    '(- *)'{-h,--help}'[print the help and exit]' \\\n";
+  for (const auto& o : c.options) {
+    out += "    " + zsh_spec(o) + " \\\n";
   }
+  for (std::size_t i = 0; i < c.positionals.size(); ++i) {
+    out += "    " + zsh_positional_spec(fn, c.positionals[i], i) + " \\\n";
+  }
+  out += "    && return 0\n}\n\n";
+  return out;
+}
 
+// The entry function: a command or a model first, then that command's
+// function.
+std::string zsh_dispatch(const std::string& program, const std::string& fn,
+                         const std::vector<CommandDoc>& commands,
+                         const std::vector<OptionDoc>& globals) {
   const std::string first = commands.empty() ? "" : commands.front().name;
-  out += fn + "() {\n";
+  std::string out = fn + "() {\n";
   out += "  local curcontext=$curcontext state line\n";
   out += "  local -a commands\n";
   out += "  commands=(\n";
@@ -650,23 +734,18 @@ std::string render_zsh_completion(const std::string& program,
   out += "      ;;\n";
   out += "  esac\n";
   out += "}\n\n";
-  if (!commands.empty()) {
-    out += zsh_function_name(program, first + "_after_model") + "() {\n";
-    out += "  _arguments -s \\\n";
-    for (const auto& o : commands.front().options) {
-      out += "    " + zsh_spec(o) + " \\\n";
-    }
-    out += "    && return 0\n}\n\n";
-  }
-  out += fn + " \"$@\"\n";
   return out;
 }
 
-std::string render_fish_completion(const std::string& program,
-                                   const std::vector<CommandDoc>& commands,
-                                   const std::vector<OptionDoc>& globals,
-                                   const CompletionWords& words) {
-  const std::string fn = "__" + program;
+// --- fish, part by part.
+
+std::string fish_gpu_helpers(const std::string& program, const std::string& fn,
+                             const CompletionWords& words);
+
+// The header, each command's value-taking options and the helper functions.
+std::string fish_prelude(const std::string& program, const std::string& fn,
+                         const std::vector<CommandDoc>& commands,
+                         const CompletionWords& words) {
   std::vector<std::string> names;
   for (const auto& c : commands) {
     names.push_back(c.name);
@@ -743,9 +822,18 @@ function {0}_wants_positional
     test "$state[1]" = $argv[1]; and test $state[2] -lt $argv[2]
 end
 
-function {0}_gpu_specs
+)",
+                 fn, first, join(names, " "), join(words.gpus, " "),
+                 join(words.instances, " "), program);
+  return out + fish_gpu_helpers(program, fn, words);
+}
+
+// The --gpus helpers: NxNAME card specs and instances, or a comma list.
+std::string fish_gpu_helpers(const std::string& program, const std::string& fn,
+                             const CompletionWords& words) {
+  return fmt::format(R"(function {0}_gpu_specs
     set -l token (commandline -ct)
-    set -l gpus {3}
+    set -l gpus {1}
     set -l counts 1 2 4 8
     if string match -qr '^[0-9]+x' -- $token
         set counts (string replace -r 'x.*' '' -- $token)
@@ -756,20 +844,226 @@ function {0}_gpu_specs
         end
     end
     if not string match -qr '^[0-9]+x' -- $token
-        printf '%s\n' {4}
+        printf '%s\n' {2}
     end
 end
 
 function {0}_gpu_list
     set -l head (string replace -r '[^,]*$' '' -- (commandline -ct))
-    printf "$head%s\n" {3}
+    printf "$head%s\n" {1}
 end
 
-complete -c {5} -f
+complete -c {3} -f
 )",
-                 fn, first, join(names, " "), join(words.gpus, " "),
-                 join(words.instances, " "), program);
+                     fn, join(words.gpus, " "), join(words.instances, " "),
+                     program);
+}
 
+// One option of a command: its value's completion and its help.
+std::string fish_option(const std::string& program, const std::string& fn,
+                        const CommandDoc& c, const OptionDoc& o) {
+  std::string line =
+      fmt::format("complete -c {} -n {} -l {}", program,
+                  fish_quote(fn + "_using " + c.name), o.flag.substr(2));
+  if (!is_flag(o)) {
+    line += " -r";
+    switch (value_kind(o)) {
+      case ValueKind::choices:
+        line += " -x -a " + fish_quote(join(o.choices, " "));
+        break;
+      case ValueKind::directory:
+        line += " -x -a " + fish_quote("(__fish_complete_directories)");
+        break;
+      case ValueKind::file:
+        line += " -F";
+        break;
+      case ValueKind::gpu_spec:
+        line += " -x -a " + fish_quote("(" + fn + "_gpu_specs)");
+        break;
+      case ValueKind::gpu_list:
+        line += " -x -a " + fish_quote("(" + fn + "_gpu_list)");
+        break;
+      case ValueKind::none:
+        line += " -x";
+        break;
+    }
+  }
+  return line + " -d " + fish_quote(o.help) + "\n";
+}
+
+// A command's positionals: models and files for MODEL, files otherwise,
+// while it expects more (FILE... always does).
+std::string fish_positionals(const std::string& program, const std::string& fn,
+                             const CommandDoc& c,
+                             const CompletionWords& words) {
+  if (c.positionals.empty()) {
+    return "";
+  }
+  const std::string wants =
+      c.positionals.back().repeated
+          ? fish_quote(fn + "_using " + c.name)
+          : fish_quote(fmt::format("{}_wants_positional {} {}", fn, c.name,
+                                   c.positionals.size()));
+  const bool model = c.positionals.front().name == "MODEL";
+  return fmt::format("complete -c {} -n {} -F{}\n", program, wants,
+                     model ? " -a " + fish_quote(join(words.models, " ")) : "");
+}
+
+// --- Markdown.
+
+// Text for a table cell: a '|' would end the cell, '*' and '<' would start
+// emphasis or HTML.
+std::string markdown_cell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|' || c == '*' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '<') {
+      out += "&lt;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A code span for a table cell (GitHub reads "\|" inside it as '|').
+std::string markdown_code(std::string_view text) {
+  std::string out = "`";
+  for (const char c : text) {
+    if (c == '|') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out + "`";
+}
+
+// The table of the options of one help group.
+std::string markdown_option_table(const CommandDoc& command,
+                                  const std::string& group) {
+  std::string out = "**" + markdown_cell(group) + "**\n\n";
+  out += "| option | value | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& o : command.options) {
+    if (o.group != group) {
+      continue;
+    }
+    const std::string value =
+        !o.choices.empty()
+            ? markdown_code("{" + join(o.choices, ",") + "}")
+            : (o.value_name.empty() ? std::string()
+                                    : markdown_code(o.value_name));
+    const std::string default_text =
+        o.default_text.empty() ? std::string() : markdown_code(o.default_text);
+    out += "| " + markdown_code(o.flag) + " | " + value + " | " + default_text +
+           " | " + markdown_cell(o.help) + " |\n";
+  }
+  return out;
+}
+
+// "<!-- oomplan-options:begin plan -->" -> "plan"; empty when `line` is not
+// a marker of that kind.
+std::string_view marker_name(std::string_view line, std::string_view kind) {
+  constexpr std::string_view k_close = " -->";
+  if (!line.starts_with(kind) || !line.ends_with(k_close) ||
+      line.size() < kind.size() + k_close.size()) {
+    return {};
+  }
+  return line.substr(kind.size(), line.size() - kind.size() - k_close.size());
+}
+
+}  // namespace
+
+std::string synopsis_text(const CommandDoc& command, bool named) {
+  std::string line = named ? command.name : std::string();
+  const auto add = [&line](const std::string& word) {
+    if (!line.empty()) {
+      line += ' ';
+    }
+    line += word;
+  };
+  for (const auto& p : command.positionals) {
+    add(positional_word(p, p.name));
+  }
+  if (!command.options.empty()) {
+    add("[options]");
+  }
+  return line;
+}
+
+std::string render_man_page(const std::vector<CommandDoc>& commands,
+                            const ManPage& page) {
+  std::string out;
+  man_head(out, page);
+  const std::string program = "\\fB" + roff_literal(page.program) + "\\fR";
+  man_synopsis(out, commands, page, program);
+
+  out += ".SH DESCRIPTION\n";
+  for (const auto& paragraph : page.description) {
+    out += ".PP\n" + roff(paragraph) + "\n";
+  }
+
+  out += ".SH COMMANDS\n";
+  for (const auto& c : commands) {
+    out += ".TP\n" +
+           roff_synopsis(program, c, true).substr(program.size() + 1) + "\n";
+    out += roff(c.summary) + "\n";
+  }
+
+  man_options(out, commands, page);
+  man_definitions(out, "EXIT STATUS", page.exit_status, false);
+  man_definitions(out, "ENVIRONMENT", page.environment, true);
+  man_definitions(out, "FILES", page.files, true);
+  man_definitions(out, "EXAMPLES", page.examples, true);
+  man_see_also(out, page);
+  return out;
+}
+
+std::string render_bash_completion(const std::string& program,
+                                   const std::vector<CommandDoc>& commands,
+                                   const std::vector<OptionDoc>& globals,
+                                   const CompletionWords& words) {
+  const std::string fn = "_" + program;
+  std::string out = bash_prelude(program, fn, words);
+  out += bash_option_lists(fn, commands);
+  out += bash_find_command(program, fn, commands);
+  out += bash_option_values(fn, commands);
+  out += bash_positionals(fn, commands, globals);
+  out += "}\n\n";
+  out += "complete -F " + fn + " " + program + "\n";
+  return out;
+}
+
+std::string render_zsh_completion(const std::string& program,
+                                  const std::vector<CommandDoc>& commands,
+                                  const std::vector<OptionDoc>& globals,
+                                  const CompletionWords& words) {
+  const std::string fn = "_" + program;
+  std::string out = zsh_prelude(program, fn, words);
+  for (const auto& c : commands) {
+    out += zsh_command_function(program, fn, c);
+  }
+  out += zsh_dispatch(program, fn, commands, globals);
+  if (!commands.empty()) {
+    const std::string first = commands.front().name;
+    out += zsh_function_name(program, first + "_after_model") + "() {\n";
+    out += "  _arguments -s \\\n";
+    for (const auto& o : commands.front().options) {
+      out += "    " + zsh_spec(o) + " \\\n";
+    }
+    out += "    && return 0\n}\n\n";
+  }
+  out += fn + " \"$@\"\n";
+  return out;
+}
+
+std::string render_fish_completion(const std::string& program,
+                                   const std::vector<CommandDoc>& commands,
+                                   const std::vector<OptionDoc>& globals,
+                                   const CompletionWords& words) {
+  const std::string fn = "__" + program;
+  std::string out = fish_prelude(program, fn, commands, words);
   for (const auto& g : globals) {
     out += fmt::format("complete -c {} -n {} -l {} -d {}\n", program,
                        fish_quote(fn + "_no_command"), g.flag.substr(2),
@@ -786,46 +1080,87 @@ complete -c {5} -f
   out += fmt::format("complete -c {} -n {} -F\n", program,
                      fish_quote(fn + "_no_command"));
   for (const auto& c : commands) {
-    const std::string using_c = fish_quote(fn + "_using " + c.name);
     for (const auto& o : c.options) {
-      std::string line = fmt::format("complete -c {} -n {} -l {}", program,
-                                     using_c, o.flag.substr(2));
-      if (!is_flag(o)) {
-        line += " -r";
-        switch (value_kind(o)) {
-          case ValueKind::choices:
-            line += " -x -a " + fish_quote(join(o.choices, " "));
-            break;
-          case ValueKind::directory:
-            line += " -x -a " + fish_quote("(__fish_complete_directories)");
-            break;
-          case ValueKind::file:
-            line += " -F";
-            break;
-          case ValueKind::gpu_spec:
-            line += " -x -a " + fish_quote("(" + fn + "_gpu_specs)");
-            break;
-          case ValueKind::gpu_list:
-            line += " -x -a " + fish_quote("(" + fn + "_gpu_list)");
-            break;
-          case ValueKind::none:
-            line += " -x";
-            break;
-        }
-      }
-      line += " -d " + fish_quote(o.help);
-      out += line + "\n";
+      out += fish_option(program, fn, c, o);
     }
-    if (!c.positionals.empty()) {
-      const std::string wants = fish_quote(fmt::format(
-          "{}_wants_positional {} {}", fn, c.name, c.positionals.size()));
-      const bool model = c.positionals.front() == "MODEL";
-      out += fmt::format(
-          "complete -c {} -n {} -F{}\n", program, wants,
-          model ? " -a " + fish_quote(join(words.models, " ")) : "");
-    }
+    out += fish_positionals(program, fn, c, words);
   }
   return out;
+}
+
+std::string render_markdown_reference(const std::string& program,
+                                      const std::vector<CommandDoc>& commands,
+                                      const CommandDoc& command) {
+  std::string out =
+      "<!-- Generated from the CLI's option texts by `oomplan_gen_docs "
+      "--pages docs`; do not edit. -->\n\n";
+  const bool is_default =
+      !commands.empty() && commands.front().name == command.name;
+  if (is_default) {
+    out += "    " + program + " " + synopsis_text(command, false) + "\n";
+  }
+  out += "    " + program + " " + synopsis_text(command, true) + "\n\n";
+  out += markdown_cell(command.summary) + ".\n\n";
+  if (!command.positionals.empty()) {
+    out += "| argument | meaning |\n|---|---|\n";
+    for (const auto& p : command.positionals) {
+      out += "| " + markdown_code(positional_word(p, p.name)) + " | " +
+             markdown_cell(p.help) + " |\n";
+    }
+    out += "\n";
+  }
+  std::vector<std::string> groups;
+  for (const auto& o : command.options) {
+    if (std::find(groups.begin(), groups.end(), o.group) == groups.end()) {
+      groups.push_back(o.group);
+    }
+  }
+  for (const auto& group : groups) {
+    out += markdown_option_table(command, group) + "\n";
+  }
+  out +=
+      "`" + program + " " + command.name + " --help` prints the same list.\n";
+  return out;
+}
+
+FilledPage fill_reference_sections(std::string_view page,
+                                   const std::string& program,
+                                   const std::vector<CommandDoc>& commands) {
+  FilledPage filled;
+  std::size_t at = 0;
+  while (at < page.size()) {
+    const std::size_t eol = page.find('\n', at);
+    const std::size_t next =
+        eol == std::string_view::npos ? page.size() : eol + 1;
+    const std::string_view line = page.substr(at, next - at);
+    filled.text += line;
+    at = next;
+    const std::string name(marker_name(
+        line.substr(0, line.size() - (line.ends_with('\n') ? 1 : 0)),
+        k_reference_begin));
+    if (name.empty()) {
+      continue;
+    }
+    const auto command =
+        std::find_if(commands.begin(), commands.end(),
+                     [&](const CommandDoc& c) { return c.name == name; });
+    const std::string end_line = std::string(k_reference_end) + name + " -->\n";
+    const std::size_t end = page.find(end_line, at);
+    if (command == commands.end() || end == std::string_view::npos ||
+        (end != at && page[end - 1] != '\n')) {
+      filled.problems.push_back(
+          command == commands.end()
+              ? fmt::format("no command '{}'", name)
+              : fmt::format("no line '{}'",
+                            end_line.substr(0, end_line.size() - 1)));
+      continue;
+    }
+    filled.commands.push_back(name);
+    filled.text += render_markdown_reference(program, commands, *command);
+    filled.text += end_line;
+    at = end + end_line.size();
+  }
+  return filled;
 }
 
 // --- oomplan's own description.
@@ -861,13 +1196,21 @@ ManPage oomplan_man_page(const std::string& version, const std::string& date) {
       "Reports go to standard output and errors to standard error. --json "
       "prints the same content as one JSON document; its \"schema\" key "
       "names the schema id (oomplan.plan/1, oomplan.fit/1, oomplan.sizing/1, "
-      "oomplan.models/1, oomplan.gpus/1), each described by a JSON Schema "
-      "file (see FILES).",
+      "oomplan.models/1, oomplan.gpus/1, oomplan.check/1, "
+      "oomplan.diagnosis/1), each described by a JSON Schema file (see "
+      "FILES).",
   };
   page.global_options = oomplan_global_options();
   page.exit_status = {
-      {"0", "the plan fits (fit: at least one plan fits)"},
-      {"1", "the plan does not fit"},
+      {"0",
+       "the plan fits (without --gpus: some common GPU fits; fit: some setup "
+       "fits; check: every plan fits with the required headroom; diagnose: "
+       "an out-of-memory message was found and explained; models, gpus, "
+       "--help, --version)"},
+      {"1",
+       "the plan does not fit (with --engine vllm: also when vLLM would refuse "
+       "to start; check: some plan does not fit or keeps less than "
+       "--min-headroom; diagnose: the log holds no out-of-memory message)"},
       {"2", "bad input or usage; the message names the place and the fix"},
       {"3", "an internal error, a bug in oomplan"},
   };

@@ -1,14 +1,18 @@
 #pragma once
 
-// The man page and the bash, zsh and fish completions, generated from a
-// neutral description of the command line (CommandDoc) that
-// cli::command_docs() reads from the CLI11 wiring (src/cli), itself built
-// from the option table (options.hpp). The build
-// runs src/tools/gen_docs.cpp to write them into the build tree for
-// `cmake --install`; nobody writes them by hand. Pure: descriptions in, text
-// out.
+// The man page, the bash, zsh and fish completions and the option
+// reference of the docs/ pages, generated from a neutral description of the
+// command line (CommandDoc) that cli::command_docs() reads from the CLI11
+// wiring (src/cli), itself built from the option table
+// (oomplan/setup/options.hpp). So `--help`, `man oomplan` and docs/plan.md
+// print one text per option and command. The build runs
+// src/tools/gen_docs.cpp to write the man page and the completions into the
+// build tree for `cmake --install`; `oomplan_gen_docs --pages docs` rewrites
+// the generated sections of the docs/ pages. Nobody writes them by hand.
+// Pure: descriptions in, text out.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oomplan {
@@ -23,14 +27,28 @@ struct OptionDoc {
   std::string group;                 // "Hardware", "Workload", ...
 };
 
-// One subcommand. `positionals` are value names ("MODEL"); the completions
-// offer the catalog's model names (and files) for MODEL.
+// One positional argument of a subcommand. The completions offer the
+// catalog's model names (and files) for MODEL, files for the others.
+struct PositionalDoc {
+  std::string name;       // "MODEL", "FILE", "LOG"
+  std::string help;       // one line
+  bool required = true;   // diagnose's MODEL is optional: [MODEL]
+  bool repeated = false;  // check's FILE takes one or more: FILE...
+};
+
+// One subcommand.
 struct CommandDoc {
   std::string name;     // "plan"
   std::string summary;  // one line
   std::vector<OptionDoc> options;
-  std::vector<std::string> positionals;
+  std::vector<PositionalDoc> positionals;
 };
+
+// A command's words after the program name as a synopsis shows them:
+// "check FILE... [options]", "diagnose LOG [MODEL] [options]"; without the
+// command's name when `named` is false (the default command: `oomplan MODEL
+// [options]`).
+std::string synopsis_text(const CommandDoc& command, bool named);
 
 // The words the completions offer for values that come from the catalog.
 struct CompletionWords {
@@ -83,6 +101,31 @@ std::string render_fish_completion(const std::string& program,
                                    const std::vector<CommandDoc>& commands,
                                    const std::vector<OptionDoc>& globals,
                                    const CompletionWords& words);
+
+// A command's reference for its docs/ page, in Markdown: its synopsis
+// (both forms for the default command, the first), its summary, its
+// positionals and one table of options per help group, in the order --help
+// lists them, each with its value, default and help text.
+std::string render_markdown_reference(const std::string& program,
+                                      const std::vector<CommandDoc>& commands,
+                                      const CommandDoc& command);
+
+// The markers of a generated section of a docs/ page: a line
+// "<!-- oomplan-options:begin NAME -->", the reference of command NAME, and a
+// line "<!-- oomplan-options:end NAME -->".
+inline constexpr std::string_view k_reference_begin =
+    "<!-- oomplan-options:begin ";
+inline constexpr std::string_view k_reference_end = "<!-- oomplan-options:end ";
+
+// A docs/ page with each generated section rewritten from `commands`.
+struct FilledPage {
+  std::string text;
+  std::vector<std::string> commands;  // the commands whose sections it holds
+  std::vector<std::string> problems;  // an unknown command, a missing end
+};
+FilledPage fill_reference_sections(std::string_view page,
+                                   const std::string& program,
+                                   const std::vector<CommandDoc>& commands);
 
 // --help and --version.
 std::vector<OptionDoc> oomplan_global_options();
