@@ -4,9 +4,8 @@
 //
 // Expected setups come from outside the code: tests/data/configs/index.json
 // (each file's options, written by hand from reading the file) and the
-// framework defaults table of the launch readers' README text
-// (/work/notes/launch-readme.md), compared through an `oomplan plan` run
-// with those flags spelled out.
+// framework defaults table (docs/check.md "Framework defaults"), compared
+// through an `oomplan plan` run with those flags spelled out.
 
 #include "json_schema.hpp"
 #include "support.hpp"

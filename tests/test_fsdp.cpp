@@ -15,7 +15,8 @@
 
 // FSDP1 (FullyShardedDataParallel) against FSDP2 (fully_shard): --fsdp-version
 // in the option table, the launch readers that state it, and the memory
-// terms of src/memory/train.cpp, with byte counts derived by hand below.
+// terms of src/memory/buffers.cpp and train_states.cpp, with byte counts
+// derived by hand below.
 
 namespace {
 

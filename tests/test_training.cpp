@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-// Training memory (src/memory/train.cpp): hand-derived values, published
+// Training memory (src/memory/train*.cpp): hand-derived values, published
 // measurements with their tolerance, and the properties of issue 3 §6.
 
 namespace {

@@ -485,8 +485,8 @@ TEST_CASE("vllm: gpt-oss's MXFP4 MoE holds no workspace past the forward",
 }
 
 // --- Releases, cards and topology (include/oomplan/setup/vllm_engine.hpp)
-// --------------- Hand values from vLLM's source at each release; the spec with
-// the sources is /work/notes/vllm12-spec.md.
+// --------------- Hand values from vLLM's source at each release (docs/vllm.md
+// names the files).
 
 namespace {
 

@@ -1,8 +1,8 @@
 // The time and cost model (issue 4 §2). Roofline arithmetic, not a simulator:
 // compute time from FLOPs at a stated MFU, decode time from the bytes every
 // step must read, collectives from ring volumes over the slowest link they
-// cross. The constants next to each term are the assumptions; README states
-// them. This file turns a step's time into throughput and cost.
+// cross. The constants next to each term are the assumptions; docs/time.md
+// states them. This file turns a step's time into throughput and cost.
 
 #include "oomplan/time/time.hpp"
 

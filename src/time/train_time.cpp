@@ -11,7 +11,7 @@ namespace {
 
 // DeepSpeed CPU-Adam (AVX, multi-threaded; Ren et al. 2021, ZeRO-Offload
 // §4.2): parameters updated per second per node. An assumed order of magnitude
-// for a current multi-core server, stated in README, not a measurement.
+// for a current multi-core server, stated in docs/time.md, not a measurement.
 constexpr double k_cpu_adam_params_per_s = 2e9;
 // bitsandbytes 4-bit matmuls dequantize the weight on every forward and
 // backward: QLoRA steps run about 30 % slower than 16-bit LoRA (QLoRA paper

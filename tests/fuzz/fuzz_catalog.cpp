@@ -2,7 +2,7 @@
 // over the shipped catalog, name resolution), checked against its contract:
 // a valid catalog or one Error line, and every loaded entry valid.
 //
-// Build and run (README "Fuzzing"):
+// Build and run (docs/development.md "Fuzzing"):
 //   CXX=clang++ cmake -B build-fuzz -DOOMPLAN_FUZZ=ON -DOOMPLAN_TESTS=OFF
 //   cmake --build build-fuzz --target oomplan_fuzz
 //   build-fuzz/fuzz_catalog build-fuzz/corpus/catalog tests/fuzz/corpus/catalog

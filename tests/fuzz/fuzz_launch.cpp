@@ -5,11 +5,10 @@
 // names (deepspeed:, fsdp_config:) are served the same bytes, so nested
 // reads are fuzzed too. Any exception but oomplan::Error is a bug.
 //
-// Build (by hand until the fuzz CMake target lands):
-//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined \
-//     -Iinclude -Isrc tests/fuzz/fuzz_launch.cpp src/launch*.cpp \
-//     -lfmt -lyaml-cpp -o fuzz_launch
-//   ./fuzz_launch -max_len=65536 tests/fuzz/corpus/launch
+// Build and run (docs/development.md "Fuzzing"):
+//   CXX=clang++ cmake -B build-fuzz -DOOMPLAN_FUZZ=ON -DOOMPLAN_TESTS=OFF
+//   cmake --build build-fuzz --target oomplan_fuzz
+//   build-fuzz/fuzz_launch -max_len=65536 tests/fuzz/corpus/launch
 
 #include "oomplan/launch/launch.hpp"
 #include "oomplan/util/error.hpp"

@@ -6,8 +6,7 @@
 // the CUDA-graph capture list and the hybrid (attention + state-space) KV pool.
 // Pure functions of plain values; memory/vllm_profile.cpp and infer.cpp
 // compose them. Each rule names the vLLM source and the releases it holds for
-// (the spec with the sources is /work/notes/vllm12-spec.md, summarised in
-// README's accuracy section).
+// (summarised in docs/vllm.md, measured against in docs/accuracy.md).
 
 #include "oomplan/model/dtype.hpp"
 #include "oomplan/model/gpu.hpp"
