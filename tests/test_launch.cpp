@@ -672,3 +672,14 @@ TEST_CASE("launch: hostile files get one error line", "[launch]") {
           read("syntax.yaml", "base_model: [m\n");
         }).rfind("syntax.yaml: line ", 0) == 0);
 }
+
+TEST_CASE("launch: every --framework name is a Framework the advisor knows") {
+  // The advisor keys its capability table by Framework; a reader whose name
+  // has no Framework would plan with the stack unstated.
+  for (const std::string_view name : oomplan::framework_names()) {
+    const auto framework = oomplan::framework_from_name(name);
+    REQUIRE(framework.has_value());
+    CHECK(oomplan::framework_name(*framework) == name);
+  }
+  CHECK_FALSE(oomplan::framework_from_name("plans").has_value());
+}

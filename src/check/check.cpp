@@ -69,6 +69,7 @@ CheckSetup check_setup(const LaunchPlan& launch, const CheckOptions& options,
   }
   CheckSetup out;
   Setup& setup = out.setup;
+  setup.framework = framework_from_name(launch.framework);
   for (const LaunchOption& option : launch.framework_defaults) {
     apply_file_option(setup, where, option);
   }

@@ -55,6 +55,7 @@ struct FitOptions {
 Setup framework_setup(const std::string& framework, const SetupOptions& o) {
   Setup setup;
   if (!framework.empty()) {
+    setup.framework = framework_from_name(framework);
     for (const LaunchOption& option : framework_defaults(framework)) {
       apply_option(setup, option.flag, option.value);
     }

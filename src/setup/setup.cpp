@@ -36,6 +36,13 @@ constexpr std::array k_losses = {
     std::string_view{"full"}, std::string_view{"chunked"},
     std::string_view{"upcast"}, std::string_view{"upcast-shift"},
     std::string_view{"fp32-shift"}};
+constexpr std::array k_frameworks = {
+    std::string_view{"vllm"},       std::string_view{"deepspeed"},
+    std::string_view{"hf-trainer"}, std::string_view{"trl"},
+    std::string_view{"accelerate"}, std::string_view{"axolotl"},
+    std::string_view{"torchtune"},  std::string_view{"llama-factory"},
+    std::string_view{"megatron"},   std::string_view{"torchtitan"},
+    std::string_view{"generate"}};
 constexpr std::array k_eras = {std::string_view{"v0"},
                                std::string_view{"v1-early"},
                                std::string_view{"current"}};
@@ -78,6 +85,23 @@ constexpr std::array k_targets = {
 
 std::string_view mode_name(Mode mode) {
   return name_of(k_modes, mode);
+}
+std::string_view framework_name(Framework framework) {
+  return name_of(k_frameworks, framework);
+}
+std::optional<Framework> framework_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < k_frameworks.size(); ++i) {
+    if (k_frameworks[i] == name) {
+      return static_cast<Framework>(i);
+    }
+  }
+  return std::nullopt;
+}
+Framework default_framework(Mode mode, Engine engine) {
+  if (engine == Engine::vllm) {
+    return Framework::vllm;
+  }
+  return mode == Mode::infer ? Framework::generate : Framework::hf_trainer;
 }
 std::string_view engine_name(Engine engine) {
   return name_of(k_engines, engine);

@@ -17,6 +17,24 @@ namespace oomplan {
 
 enum class Mode { infer, full, lora, qlora };
 enum class Engine { hf, vllm };
+// The stack that runs the job: what a fix may change and how its launch lines
+// are written (advice/capability.hpp has one row per framework). The first
+// eight are the --framework names and the launch readers of `check`;
+// megatron and torchtitan are stacks a fix may switch to; generate is
+// transformers' model.generate.
+enum class Framework {
+  vllm,
+  deepspeed,
+  hf_trainer,
+  trl,
+  accelerate,
+  axolotl,
+  torchtune,
+  llama_factory,
+  megatron,
+  torchtitan,
+  generate
+};
 enum class Offload { none, optimizer, params, all };
 // Activation checkpointing policies, ordered by what they keep (most first):
 // none; selective (Megatron: attention core recomputed); every (every-N:
@@ -155,6 +173,9 @@ struct Setup {
   std::optional<double> min_headroom_gib{};
   std::optional<double> min_headroom_share{};
   std::optional<double> host_ram_gib{};  // CPU RAM per node; nullopt: unknown
+  // --framework, or the framework of the files `check` read; nullopt: not
+  // stated (the advisor assumes default_framework(mode, engine)).
+  std::optional<Framework> framework{};
 
   int total_gpus() const { return gpus * nodes; }
   bool training() const { return mode != Mode::infer; }
@@ -233,6 +254,14 @@ std::string_view precision_name(Precision precision);
 std::string_view optimizer_name(Optimizer optimizer);
 std::string_view loss_name(Loss loss);
 std::string_view vllm_era_name(VllmEra era);
+// "vllm", "deepspeed", "hf-trainer", "trl", "accelerate", "axolotl",
+// "torchtune", "llama-factory", "megatron", "torchtitan", "generate".
+std::string_view framework_name(Framework framework);
+// nullopt when `name` is none of framework_name()'s.
+std::optional<Framework> framework_from_name(std::string_view name);
+// The framework a job runs on when none is stated: vLLM for --engine vllm,
+// transformers generate for hf inference, HF Trainer for training.
+Framework default_framework(Mode mode, Engine engine);
 
 // Canonical names, in enum order (CLI11 IsMember, help, JSON).
 std::vector<std::string_view> mode_names();
