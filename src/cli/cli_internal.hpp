@@ -13,10 +13,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -102,6 +104,17 @@ void add_diagnose_command(CLI::App& root, Commands& commands);
 // that says to add it.
 std::vector<std::string> vllm_spellings(CLI::App& root,
                                         std::vector<std::string> args);
+
+// Judges the option words of `args` from `first` on against `command`'s
+// options before CLI11 reads them: an unknown option is an Error naming each,
+// in the order given, with the nearest known name; `--opt=` or `--opt ""`
+// with nothing in it is an Error naming the option (CLI11 would take the
+// next word as its value, or an empty file name).
+void check_words(const CLI::App& command, const std::vector<std::string>& args,
+                 std::size_t first);
+// The subcommand (or "help") `word` is a near miss of, if any.
+std::optional<std::string> command_typo(const CLI::App& root,
+                                        std::string_view word);
 
 // --- Options.
 

@@ -76,8 +76,11 @@ Diagnosis scan(std::istream& in, const std::string& name) {
 // The diagnosis of LOG: a path, or `-` for standard input.
 Diagnosis read_log(const std::string& log, const Environment& env) {
   if (log == "-") {
-    if (env.in == nullptr) {
-      throw Error("standard input is not available; give the log's path");
+    if (env.in == nullptr || env.in_problem) {
+      throw Error(fmt::format(
+          "{}; pipe the log into oomplan diagnose - or "
+          "give the log's path",
+          env.in_problem.value_or("standard input is not available")));
     }
     return scan(*env.in, "standard input");
   }

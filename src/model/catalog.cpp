@@ -1213,14 +1213,14 @@ std::optional<double> gpu_hour_price(const Catalog& catalog, const Gpu& gpu) {
 }
 
 std::optional<std::string> suggest(std::string_view word,
-                                   const std::vector<std::string>& candidates) {
-  // ninja's SpellcheckStringV: the closest candidate within 3 edits; ties go
-  // to the first candidate (the catalog lists the most used card first).
-  constexpr std::size_t k_max_distance = 3;
+                                   const std::vector<std::string>& candidates,
+                                   std::size_t max_edits) {
+  // ninja's SpellcheckStringV: the closest candidate within a few edits; ties
+  // go to the first candidate (the catalog lists the most used card first).
   std::optional<std::string> best;
-  std::size_t best_distance = k_max_distance + 1;
+  std::size_t best_distance = max_edits + 1;
   for (const auto& candidate : candidates) {
-    const std::size_t limit = std::min(best_distance - 1, k_max_distance);
+    const std::size_t limit = std::min(best_distance - 1, max_edits);
     const std::size_t distance = edit_distance_within(word, candidate, limit);
     if (distance <= limit && distance < best_distance &&
         distance < candidate.size()) {
