@@ -94,7 +94,8 @@ bool have(const std::string& program) {
 
 // Writes `text` to a file in the temp folder; its path.
 std::string temp_file(const std::string& name, const std::string& text) {
-  const fs::path path = fs::temp_directory_path() / ("oomplan_docs_" + name);
+  const fs::path path =
+      fs::path(OOMPLAN_TEST_OUTPUT) / ("oomplan_docs_" + name);
   std::ofstream(path, std::ios::binary) << text;
   return path.string();
 }
@@ -337,7 +338,7 @@ TEST_CASE(
   CHECK(bash_complete(script, "oomplan --ver") == "--version\n");
   // check FILE...: files after the first file too; diagnose LOG [MODEL]:
   // files, then nothing after the second positional.
-  const fs::path dir = fs::temp_directory_path() / "oomplan_docs_files";
+  const fs::path dir = fs::path(OOMPLAN_TEST_OUTPUT) / "oomplan_docs_files";
   fs::create_directories(dir);
   std::ofstream(dir / "train.yaml") << "x";
   const std::string typed = "'" + (dir / "tr").string() + "'";
