@@ -872,22 +872,22 @@ std::optional<Found> Searcher::fewest(const Gpu& gpu,
   if (counts.empty()) {
     return std::nullopt;
   }
-  // A count that divides a larger one can lay out any of its setups there
-  // (more data parallelism, ZeRO sharded wider), so whether some setup fits
-  // is monotone along the counts that are powers of two (1, 2, 4, ...; the
-  // largest count closes the chain); a count between two of them is not
-  // ordered with them (40 GPUs hold no tp 8 x pp 2, 32 do). Bisect the
-  // chain for the first power where a setup may fit, then the counts
-  // between it and the power below, where a larger count shards wider
-  // with the same layouts or more (vLLM: a count between them holds only
-  // the layouts of a power below, which does not fit, so none fits there):
-  // the fewest GPUs, any number of nodes.
+  // Whether some setup fits is monotone along a chain of counts, bisected
+  // for the first where one may; then the counts between it and the link
+  // below are bisected too: the fewest GPUs, any number of nodes. Training:
+  // every count is a link, more GPUs shard ZeRO's states and FSDP's
+  // parameters wider. Inference: a count that divides a larger one can lay
+  // out any of its setups there, so the links are the powers of two (and
+  // the largest count); a count between two of them holds only the layouts
+  // of a power of two below (40 GPUs: tp 8 x dp 5 but no tp 8 x pp 2, which
+  // 16 and 32 hold), plus replicas or layer splits.
   auto possible = [&](std::size_t i) {
     return space(gpu, counts[i], std::nullopt).possible();
   };
   std::vector<std::size_t> chain;
   for (std::size_t i = 0; i < counts.size(); ++i) {
-    if ((counts[i] & (counts[i] - 1)) == 0 || i + 1 == counts.size()) {
+    if (m_base.training() || (counts[i] & (counts[i] - 1)) == 0 ||
+        i + 1 == counts.size()) {
       chain.push_back(i);
     }
   }
