@@ -220,3 +220,26 @@ TEST_CASE("hosts: a more-gpus fix is the fewest count that fits", "[hosts]") {
 
 }  // namespace
 }  // namespace oomplan
+
+namespace oomplan {
+namespace {
+
+TEST_CASE("hosts: fit on an instance keeps every offload within its RAM",
+          "[hosts]") {
+  // 8 x A100-40 (320 GiB of HBM) cannot hold 70B's 16 B/param of
+  // mixed-precision states (~1,051 GiB): only offload fits, within the
+  // p4d.24xlarge's 1,152 GiB of host RAM.
+  const json fit = run_json({"fit", "llama3-70b", "--gpus", "p4d.24xlarge",
+                             "--mode", "full", "--seq", "4096", "--json"},
+                            0);
+  REQUIRE_FALSE(fit.at("plans").empty());
+  const auto capacity = std::int64_t{1152} << 30;
+  for (const json& p : fit.at("plans")) {
+    INFO(p.at("args").get<std::string>());
+    CHECK(p.at("host_capacity_bytes").get<std::int64_t>() == capacity);
+    CHECK(p.at("host_bytes").get<std::int64_t>() <= capacity);
+  }
+}
+
+}  // namespace
+}  // namespace oomplan

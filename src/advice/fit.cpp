@@ -75,6 +75,7 @@ FitPlan fit_plan(const Model& model, const FitCard& card, Found found) {
   p.total_bytes = found.budget.total_bytes();
   p.headroom_bytes = found.budget.headroom_bytes();
   p.host_bytes = found.budget.host_bytes;
+  p.host_capacity_bytes = found.budget.host_capacity_bytes;
   p.fits = true;
   p.time = found.time;
   p.moves = found.moves;

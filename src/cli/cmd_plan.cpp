@@ -191,6 +191,10 @@ int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
   load_model(catalog, options.model, loaded);
   const Model& model = *loaded.model;
   std::vector<FitCard> cards = fit_cards(catalog, options);
+  if (!options.gpus.empty() && options.gpus.find(',') == std::string::npos) {
+    // One instance named: its host RAM and price are the node's.
+    apply_instance(parse_gpu_spec(catalog, options.gpus), base);
+  }
   // --price is the user's card's: it applies when --gpus names one card
   // type; every other card costs the catalog's on-demand price, or none.
   const bool one_type =

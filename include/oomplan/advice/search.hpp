@@ -177,6 +177,7 @@ struct FitPlan {
   Bytes total_bytes = 0;
   Bytes headroom_bytes = 0;
   Bytes host_bytes = 0;
+  std::optional<Bytes> host_capacity_bytes;  // the node's, when known
   bool fits = false;
   StepTime time;
   std::vector<Move> moves;  // from the user's setup
