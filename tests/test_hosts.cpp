@@ -243,3 +243,25 @@ TEST_CASE("hosts: fit on an instance keeps every offload within its RAM",
 
 }  // namespace
 }  // namespace oomplan
+
+namespace oomplan {
+namespace {
+
+TEST_CASE("hosts: check plans an instance's node with its host RAM",
+          "[hosts]") {
+  // The plans file names p4d.24xlarge: 1,152 GiB of host RAM, which the
+  // ~1,183 GiB optimizer offload exceeds (as `plan` says of the same job).
+  const std::string file =
+      std::string(OOMPLAN_TEST_DATA) + "/hosts/p4d_offload.json";
+  const json check = run_json({"check", file, "--json"}, 1);
+  const json& row = check.at("plans").at(0);
+  CHECK(row.at("setup").at("host_ram_gib").get<double>() == 1152.0);
+  CHECK_FALSE(row.at("fits").get<bool>());
+  // An explicit --host-ram wins over the instance's: 2 TiB holds it.
+  const json roomy =
+      run_json({"check", file, "--host-ram", "2048", "--json"}, 0);
+  CHECK(roomy.at("plans").at(0).at("fits").get<bool>());
+}
+
+}  // namespace
+}  // namespace oomplan
