@@ -265,3 +265,45 @@ TEST_CASE("hosts: check plans an instance's node with its host RAM",
 
 }  // namespace
 }  // namespace oomplan
+
+namespace oomplan {
+namespace {
+
+TEST_CASE("hosts: a fix whose global batch grew is compared per token",
+          "[hosts]") {
+  // 8 x H100, ZeRO-3, micro-batch 1, grad-accum 1: 1 x 1 x 8 = 8 sequences
+  // per step. A fix on more or other cards that cannot keep 8 (dp 16 with
+  // grad-accum 1 is 16) must not state its time per step of that batch.
+  const json plan = run_json({"llama3-70b", "--gpus", "8xH100", "--mode",
+                              "full", "--seq", "4096", "--zero", "3", "--json"},
+                             1);
+  int compared = 0;
+  for (const json& fix : plan.at("fixes")) {
+    const auto group = fix.at("group").get<std::string>();
+    if (group != "more-gpus" && group != "other-gpus") {
+      continue;
+    }
+    const test::CliResult rerun = test::run_cli([&] {
+      auto argv = fix.at("argv").get<std::vector<std::string>>();
+      argv.emplace_back("--json");
+      return argv;
+    }());
+    const json again = json::parse(rerun.out);
+    const json& s = again.at("setup");
+    const int global = s.at("batch").get<int>() *
+                       s.at("grad_accum").get<int>() * s.at("dp").get<int>();
+    const auto cost = fix.at("cost").get<std::string>();
+    INFO(cost << " (global batch " << global << ")");
+    if (global != 8) {
+      CHECK_THAT(cost, !Catch::Contains("per step"));
+      CHECK_THAT(cost, Catch::Contains("per token"));
+      ++compared;
+    } else {
+      CHECK_THAT(cost, Catch::Contains("the GPU-hours per token"));
+    }
+  }
+  CHECK(compared >= 1);
+}
+
+}  // namespace
+}  // namespace oomplan
