@@ -186,4 +186,13 @@ void load_model(const Catalog& catalog, const std::string& arg,
 // --gpus NxNAME or an instance: the card and its count (Error otherwise).
 GpuSpec counted_gpus(const Catalog& catalog, const std::string& text);
 
+// An instance's host RAM and on-demand price per GPU-hour
+// (models/instances.json cites each figure) fill `setup`'s --host-ram and
+// --price when the user states neither; NxNAME states none.
+void apply_instance(const GpuSpec& spec, Setup& setup);
+
+// The catalog's cheapest on-demand price of one GPU-hour of each of
+// `catalog.gpus`, in order (nullopt where no instance lists one).
+std::vector<std::optional<double>> card_prices(const Catalog& catalog);
+
 }  // namespace oomplan::cli

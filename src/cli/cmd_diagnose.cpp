@@ -149,8 +149,9 @@ int run_diagnose(const DiagnoseOptions& o, const CLI::App& app, Runtime& rt) {
     const GpuSpec spec = counted_gpus(*catalog, o.gpus);
     Setup setup = read_setup(o.setup);
     setup.gpus = spec.count;
+    apply_instance(spec, setup);
     plan = make_plan(*loaded.model, *spec.gpu, setup, o.model,
-                     advisor(catalog->gpus));
+                     advisor(catalog->gpus, card_prices(*catalog)));
   } else if (!o.output.catalog_dir.empty()) {
     load_catalog(o.output.catalog_dir, rt);  // checked, though unused
   }

@@ -1200,8 +1200,15 @@ std::optional<double> gpu_hour_price(const Catalog& catalog, const Gpu& gpu) {
     if (instance.price_usd_per_hour <= 0 || instance.count < 1) {
       continue;
     }
-    const Gpu* carried = find_named(catalog.gpus, instance.gpu);
-    if (carried == nullptr || !iequals(carried->name, gpu.name)) {
+    // The GPU by name, else by alias as find_named() resolves it (the
+    // catalog is searched only for an alias: `fit` asks for every card).
+    const bool alias = std::any_of(
+        gpu.aliases.begin(), gpu.aliases.end(),
+        [&](const std::string& a) { return iequals(a, instance.gpu); });
+    const Gpu* carried =
+        alias ? find_named(catalog.gpus, instance.gpu) : nullptr;
+    if (!iequals(instance.gpu, gpu.name) &&
+        (carried == nullptr || !iequals(carried->name, gpu.name))) {
       continue;
     }
     const double per_gpu = instance.price_usd_per_hour / instance.count;
