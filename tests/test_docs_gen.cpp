@@ -290,8 +290,10 @@ TEST_CASE(
 // Completes `words` (the last one being typed) with the bash script loaded;
 // the candidates, one per line.
 std::string bash_complete(const std::string& script, const std::string& words) {
+  // One driver per script: tests that complete with different scripts run
+  // at once under ctest -j.
   const std::string driver = temp_file(
-      "complete.bash",
+      fs::path(script).filename().string() + ".complete",
       "source '" + script + "'\nCOMP_WORDS=(" + words +
           ")\nCOMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n_oomplan\nprintf '%s\\n' "
           "\"${COMPREPLY[@]}\"\n");
