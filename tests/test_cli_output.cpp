@@ -2,7 +2,11 @@
 
 #include "support.hpp"
 
+#include "oomplan/util/text.hpp"
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -142,4 +146,77 @@ TEST_CASE("cli: diagnose - on a closed or unreadable stdin is bad input",
   CHECK(folder.err ==
         "oomplan: error: standard input is a folder; pipe the log into "
         "oomplan diagnose - or give the log's path\n");
+}
+
+namespace {
+
+// Every byte of `out` a terminal or a Markdown viewer would act on: C0 but
+// newline, DEL, C1 (as UTF-8, C2 80-9F) and the bidi controls (U+061C,
+// U+200E/F, U+202A-E, U+2066-9); ESC only as an SGR colour when `colour`.
+std::string controls_in(const std::string& out, bool colour) {
+  std::string found;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto c = static_cast<unsigned char>(out[i]);
+    const auto next = [&](std::size_t k) {
+      return i + k < out.size() ? static_cast<unsigned char>(out[i + k]) : 0;
+    };
+    if (c == 0x1b && colour && next(1) == '[') {
+      continue;  // checked below: SGR only
+    }
+    const bool c0 = (c < 0x20 && c != '\n') || c == 0x7f;
+    const bool c1 = c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f;
+    const bool bidi =
+        (c == 0xe2 && next(1) == 0x80 &&
+         (next(2) == 0x8e || next(2) == 0x8f ||
+          (next(2) >= 0xaa && next(2) <= 0xae))) ||
+        (c == 0xe2 && next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9) ||
+        (c == 0xd8 && next(1) == 0x9c);
+    if (c0 || c1 || bidi) {
+      found += fmt::format("byte {} at {}; ", c, i);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("cli: text and Markdown reports hold no control a name brought",
+          "[cli]") {
+  namespace fs = std::filesystem;
+  // A config.json whose _name_or_path clears the screen, opens an OSC 8
+  // link, rings the bell, writes right to left (U+202E) and ends a line
+  // (NEL, U+0085): the report names the model by it.
+  const fs::path folder = fs::path(OOMPLAN_TEST_OUTPUT) / "cli-hostile-model";
+  fs::create_directories(folder);
+  auto config = nlohmann::json::parse(oomplan::test::read_required_file(
+      std::string(OOMPLAN_TEST_DATA) + "/hf/llama-7b/config.json"));
+  config["_name_or_path"] =
+      "evil\x1b[2J\x1b]8;;http://x\x07link\x1b]8;;\x07\u202egnp.exe\u0085";
+  std::ofstream(folder / "config.json", std::ios::binary) << config.dump();
+  for (const std::string format : {"text", "markdown"}) {
+    for (const std::string colour : {"never", "always"}) {
+      INFO(format << " " << colour);
+      const CliResult r = run_cli({folder.string(), "--gpus", "1xH100",
+                                   "--format", format, "--color", colour});
+      REQUIRE(r.code <= 1);
+      CHECK_THAT(r.out, Catch::Contains("evil\\x1b[2J"));  // shown, inert
+      CHECK(controls_in(r.out, format == "text" && colour == "always") == "");
+    }
+  }
+  // The colours the text report writes stay (SGR: ESC [ ... m).
+  CHECK(oomplan::inert_text("\x1b[1mbold\x1b[0m\n", true) ==
+        "\x1b[1mbold\x1b[0m\n");
+  CHECK(oomplan::inert_text("\x1b[1mbold\x1b[0m\n", false) ==
+        "\\x1b[1mbold\\x1b[0m\n");
+  CHECK(oomplan::inert_text("\x1b]8;;http://x\x07", true) ==
+        "\\x1b]8;;http://x\\x07");
+}
+
+TEST_CASE("cli: an error line shows a bidi control, it does not obey it",
+          "[cli]") {
+  // U+202E in a model name would print the rest of the line reversed.
+  const CliResult r = run_cli({"llama\u202e3", "--gpus", "1xH100"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("llama\\u202e3"));
+  CHECK(controls_in(r.err, false) == "");
 }

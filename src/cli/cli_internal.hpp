@@ -10,6 +10,7 @@
 #include "oomplan/model/catalog.hpp"
 #include "oomplan/setup/options.hpp"
 #include "oomplan/setup/setup.hpp"
+#include "oomplan/util/text.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -155,13 +156,15 @@ void render_into(Runtime& rt, const OutputOptions& o, Format format, Text text,
       rt.out = json();
       break;
     case Format::markdown:
-      rt.out = markdown();
+      rt.out = inert_text(markdown(), false);
       break;
     case Format::svg:
       rt.out = svg();
       break;
     case Format::text:
-      rt.out = text();
+      // Controls escaped at the edge, for a terminal or a PR comment
+      // (util/text.hpp); the text report keeps its colours.
+      rt.out = inert_text(text(), use_color(o, rt.env));
       break;
   }
   if (!o.svg_file.empty()) {

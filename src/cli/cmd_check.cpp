@@ -10,6 +10,7 @@
 #include "oomplan/launch/launch.hpp"
 #include "oomplan/render/check.hpp"
 #include "oomplan/util/error.hpp"
+#include "oomplan/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -274,7 +275,7 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
   std::optional<std::string> markdown;
   if (o.summary) {
     if (rt.env.step_summary && !rt.env.step_summary->empty()) {
-      markdown = render_check_markdown(result);
+      markdown = inert_text(render_check_markdown(result), false);
       rt.files.push_back({*rt.env.step_summary, *markdown, true});
     } else {
       rt.warnings.push_back(
@@ -287,11 +288,12 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
       rt.out = render_check_json(result);
       break;
     case Format::markdown:
-      rt.out = markdown ? *markdown : render_check_markdown(result);
+      rt.out = markdown ? *markdown
+                        : inert_text(render_check_markdown(result), false);
       break;
     case Format::text:
     case Format::svg:
-      rt.out = render_check_text(result, {.color = color});
+      rt.out = inert_text(render_check_text(result, {.color = color}), color);
       break;
   }
   return result.fits() ? k_exit_fits : k_exit_does_not_fit;

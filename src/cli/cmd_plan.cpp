@@ -391,7 +391,7 @@ void add_list_command(CLI::App& root, Commands& commands, const char* name,
                         rt.out = format == Format::json ? renders.json(catalog)
                                  : format == Format::markdown
                                      ? renders.markdown(catalog)
-                                     : renders.text(catalog);
+                                     : inert_text(renders.text(catalog), false);
                         return k_exit_fits;
                       }});
 }

@@ -1,6 +1,7 @@
 #include "cli/io.hpp"
 
 #include "oomplan/util/error.hpp"
+#include "oomplan/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -53,23 +54,7 @@ std::string read_input_file(const fs::path& path, std::string_view what,
 }
 
 std::string one_line(std::string_view message) {
-  std::string out;
-  out.reserve(message.size());
-  for (const char c : message) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (byte < 0x20 || byte == 0x7f) {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return escape_for_message(message, std::string_view::npos);
 }
 
 }  // namespace oomplan::cli

@@ -57,20 +57,61 @@ std::string escape_for_message(std::string_view text) {
   return escape_for_message(text, k_max_echo_bytes);
 }
 
-std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
+namespace {
+
+// Bidirectional controls (Unicode UAX #9: ALM, LRM, RLM, the embeddings and
+// overrides, the isolates): they reorder what a terminal or a browser shows
+// (CVE-2021-42574, "Trojan Source").
+bool is_bidi_control(std::uint32_t code) {
+  return code == 0x061c || code == 0x200e || code == 0x200f ||
+         (code >= 0x202a && code <= 0x202e) ||
+         (code >= 0x2066 && code <= 0x2069);
+}
+
+// The length of the SGR sequence (ESC [ digits and ; m) at `text[i]`, or 0.
+std::size_t sgr_length(std::string_view text, std::size_t i) {
+  if (i + 2 >= text.size() || text[i + 1] != '[') {
+    return 0;
+  }
+  for (std::size_t k = i + 2; k < text.size(); ++k) {
+    const char c = text[k];
+    if (c == 'm') {
+      return k - i + 1;
+    }
+    if ((c < '0' || c > '9') && c != ';') {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+struct EscapeRule {
+  std::size_t max_bytes = std::string_view::npos;
+  bool keep_newline = false;  // a report's lines
+  bool keep_sgr = false;      // the colours the text renderer writes
+};
+
+std::string escape_controls(std::string_view text, const EscapeRule& rule) {
   std::string out;
-  out.reserve(std::min(text.size(), max_bytes) + 16);
+  out.reserve(std::min(text.size(), rule.max_bytes) + 16);
   std::size_t i = 0;
   while (i < text.size()) {
-    if (i >= max_bytes) {
+    if (i >= rule.max_bytes) {
       fmt::format_to(std::back_inserter(out), "...({} more bytes)",
                      text.size() - i);
       break;
     }
     const auto ch = static_cast<unsigned char>(text[i]);
     if (ch < 0x80) {
+      const std::size_t sgr =
+          rule.keep_sgr && ch == 0x1b ? sgr_length(text, i) : 0;
+      if (sgr > 0) {
+        out.append(text.substr(i, sgr));
+        i += sgr;
+        continue;
+      }
       if (ch == '\n') {
-        out += "\\n";
+        out += rule.keep_newline ? "\n" : "\\n";
       } else if (ch == '\t') {
         out += "\\t";
       } else if (ch == '\r') {
@@ -92,7 +133,8 @@ std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
     }
     // C1 controls (U+0080-U+009F, e.g. NEL) and the Unicode line and
     // paragraph separators break lines in some terminals and viewers.
-    if (code <= 0x9f || code == 0x2028 || code == 0x2029) {
+    if (code <= 0x9f || code == 0x2028 || code == 0x2029 ||
+        is_bidi_control(code)) {
       fmt::format_to(std::back_inserter(out), "\\u{:04x}", code);
     } else {
       out.append(text.substr(i, length));
@@ -100,6 +142,16 @@ std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
     i += length;
   }
   return out;
+}
+
+}  // namespace
+
+std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
+  return escape_controls(text, {.max_bytes = max_bytes});
+}
+
+std::string inert_text(std::string_view text, bool keep_colour) {
+  return escape_controls(text, {.keep_newline = true, .keep_sgr = keep_colour});
 }
 
 std::string shell_word(const std::string& word) {
