@@ -340,9 +340,14 @@ struct Searcher::Space {
   // batch cannot be kept, or torchtune would not offload it).
   std::optional<Outcome> evaluate(const Levels& levels) const {
     const std::optional<Setup> setup = setup_of(levels);
-    // torchtune offloads the checkpointed inputs only.
-    if (!setup || (setup->activation_offload && !start.activation_offload &&
-                   setup->checkpointing != Checkpointing::full)) {
+    // torchtune offloads the checkpointed inputs only, and refuses gradient
+    // accumulation with optimizer_in_bwd (recipes/full_finetune_single_device
+    // .py _setup_optimizer: "Gradient accumulation is not supported").
+    if (!setup ||
+        (setup->activation_offload && !start.activation_offload &&
+         setup->checkpointing != Checkpointing::full) ||
+        (setup->optimizer_in_bwd && !start.optimizer_in_bwd &&
+         setup->grad_accum > 1)) {
       return std::nullopt;
     }
     Outcome out;
@@ -409,6 +414,20 @@ struct Searcher::Space {
     std::vector<Levels> out(layouts, frugal);
     for (std::size_t l = 0; layout && l < layouts; ++l) {
       out[l][*layout] = static_cast<std::uint8_t>(l);
+    }
+    // With the exclusive knobs at their start too (KnobRole::exclusive).
+    std::vector<Levels> without = out;
+    bool exclusive = false;
+    for (Levels& l : without) {
+      for (std::size_t d = 0; d < knobs.size(); ++d) {
+        if (knobs[d].role == KnobRole::exclusive) {
+          l[d] = 0;
+          exclusive = true;
+        }
+      }
+    }
+    if (exclusive) {
+      out.insert(out.end(), without.begin(), without.end());
     }
     return out;
   }

@@ -205,6 +205,8 @@ std::string_view group_heading(FixGroup group) {
       return "on other GPUs:";
     case FixGroup::change_job:
       return "changing the job:";
+    case FixGroup::switch_framework:
+      return "on the same GPUs, the same job, another framework or engine:";
   }
   return "";
 }
