@@ -9,6 +9,7 @@
 #include "oomplan/advice/capability.hpp"
 #include "oomplan/advice/search.hpp"
 #include "oomplan/setup/options.hpp"
+#include "oomplan/setup/resolve.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -211,4 +212,63 @@ TEST_CASE(
     }
   }
   CHECK(checked > 1000);
+}
+
+TEST_CASE("capability: the search's setups run on the user's framework",
+          "[capability]") {
+  // A property over setups x frameworks: whatever fits, the framework can
+  // launch it (no tp/pp without Megatron or torchtitan, no optimizer in
+  // backward outside torchtune and torchtitan, no pure bf16 where fp32
+  // master weights stay, no ZeRO stage under FSDP).
+  const auto& cat = test::catalog();
+  struct Job {
+    std::string model;
+    std::string gpu;
+    int gpus;
+    int zero;
+    bool fsdp;
+  };
+  const std::vector<Job> jobs = {{"llama3-8b", "A100-40", 1, 0, false},
+                                 {"llama3-70b", "H100", 8, 3, false},
+                                 {"llama3-70b", "H100", 8, 0, true}};
+  int found_count = 0;
+  for (const Framework f :
+       {Framework::hf_trainer, Framework::deepspeed, Framework::torchtune,
+        Framework::megatron, Framework::trl}) {
+    for (const Job& j : jobs) {
+      Setup s;
+      s.mode = Mode::full;
+      s.gpus = j.gpus;
+      s.seq = 4096;
+      if (j.zero > 0) {
+        s.zero = j.zero;
+      }
+      s.fsdp = j.fsdp;
+      s.framework = f;
+      const Model& model = find_model(cat, j.model);
+      const Gpu& gpu = find_gpu(cat, j.gpu);
+      if (check(model, gpu, s)) {
+        continue;  // not a valid start
+      }
+      const Capability cap = capability_of(s);
+      Searcher searcher(model, s, SearchScope{});
+      const auto found = searcher.best(gpu, j.gpus, Objective::balanced);
+      INFO(framework_name(f)
+           << " " << j.model << " " << j.gpus << "x" << j.gpu);
+      if (!found) {
+        continue;
+      }
+      ++found_count;
+      const Resolved& r = found->setup;
+      CHECK(expresses(found->request));
+      if (!cap.training_layouts) {
+        CHECK(r.tp == 1);
+        CHECK(r.pp == 1);
+      }
+      CHECK((!r.optimizer_in_bwd || cap.optimizer_in_bwd));
+      CHECK((r.precision != Precision::pure || cap.pure_bf16));
+      CHECK((r.zero == resolve(model, gpu, s).zero || cap.zero));
+    }
+  }
+  CHECK(found_count >= 8);
 }

@@ -184,6 +184,11 @@ Capability capability_of(const Setup& setup) {
   return c;
 }
 
+bool expresses(const Setup& setup) {
+  const bool deepspeed = setup.zero.value_or(0) >= 1 && !setup.fsdp;
+  return !(deepspeed && setup.precision == Precision::pure);
+}
+
 std::string_view switch_title(Framework framework) {
   switch (framework) {
     case Framework::torchtune:

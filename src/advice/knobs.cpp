@@ -489,7 +489,7 @@ constexpr std::array k_knobs = {
   KnobRow{"micro-batch",                Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   micro_batches},
   KnobRow{"optimizer states",           Jobs::training,     KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      &C::optimizer_8bit,        optimizer_8bit},
   KnobRow{"optimizer step",             Jobs::training,     KnobScope::plain,    KnobRole::exclusive, Frugal::first, Risk::none,   &C::optimizer_in_bwd,      optimizer_in_backward},
-  KnobRow{"master weights",             Jobs::training,     KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      &C::pure_bf16,             pure_16bit},
+  KnobRow{"master weights",             Jobs::training,     KnobScope::quantize, KnobRole::exclusive, Frugal::first, Risk::low,    &C::pure_bf16,             pure_16bit},
   KnobRow{"state offload",              Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   state_offload},
   KnobRow{"activation offload",         Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::first,   Risk::none,     &C::activation_offload,    activation_offload},
   KnobRow{"sequence parallelism",       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::sequence_parallel,     sequence_parallel},

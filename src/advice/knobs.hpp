@@ -19,8 +19,9 @@ namespace oomplan {
 // nested (ranked by time, one per seed); a side knob's frugal level never
 // needs more memory (the search's relaxation).
 // An exclusive knob's frugal level rules out other knobs' (optimizer in
-// backward: no gradient accumulation, so no smaller micro-batch), so the
-// bounds of a card and count are taken with it at both ends.
+// backward: no gradient accumulation, so no smaller micro-batch; pure bf16:
+// no ZeRO stage), so the bounds of a card and count are taken with it at
+// both ends.
 enum class KnobRole : std::uint8_t { other, layout, side, exclusive };
 
 // One level of a knob. `factor` is its step time per token relative to the

@@ -2,6 +2,7 @@
 
 #include "advice/knobs.hpp"
 
+#include "oomplan/advice/capability.hpp"
 #include "oomplan/model/capability.hpp"
 #include "oomplan/plan/plan.hpp"
 #include "oomplan/setup/options.hpp"
@@ -347,7 +348,8 @@ struct Searcher::Space {
         (setup->activation_offload && !start.activation_offload &&
          setup->checkpointing != Checkpointing::full) ||
         (setup->optimizer_in_bwd && !start.optimizer_in_bwd &&
-         setup->grad_accum > 1)) {
+         setup->grad_accum > 1) ||
+        (!expresses(*setup) && expresses(start))) {
       return std::nullopt;
     }
     Outcome out;

@@ -51,6 +51,11 @@ Framework framework_of(const Setup& setup);
 // parameters, gradients and optimizer states together).
 Capability capability_of(const Setup& setup);
 
+// False when `setup` combines settings its framework cannot run together:
+// pure bf16 under DeepSpeed ZeRO (ZeRO's optimizers keep fp32 master
+// weights: runtime/zero/stage_1_and_2.py, stage3.py).
+bool expresses(const Setup& setup);
+
 // The frameworks a job may switch to for moves its own cannot express, in
 // the order tried: torchtune (single-device memory moves), Megatron (tensor
 // and pipeline parallel training); vLLM for transformers generate.
