@@ -325,9 +325,13 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "advice: 70B full fine-tuning on 8 H100s keeps the cards with pure "
-    "bf16, 8-bit AdamW and checkpointing, or with optimizer offload",
+    "advice: 70B full fine-tuning on 8 H100s under ZeRO-3 keeps the cards "
+    "with optimizer offload, never pure bf16 under ZeRO",
     "[advice]") {
+  // DeepSpeed's ZeRO optimizers keep fp32 master weights (docs/advice.md):
+  // 8-bit AdamW still needs (2 + 2 + 4 + 2) B x 70.6B / 8 = 88 GB per card,
+  // more than an H100's 79 GiB; the optimizer states go to the host, within
+  // a p5 node's 2 TiB.
   const Planned p =
       plan_case({"llama3-70b", "8xH100",
                  Setup{.mode = Mode::full, .seq = 4096, .zero = 3}});
@@ -335,20 +339,15 @@ TEST_CASE(
   const Fix& first = p.fixes.front();
   CHECK(first.group == FixGroup::same_hardware);
   const auto argv = argv_of(p, first);
-  CHECK(has_words(argv, {"--precision", "pure"}));
-  CHECK(has_words(argv, {"--optimizer", "adamw-8bit"}));
   CHECK(has_words(argv, {"--checkpointing", "full"}));
-  CHECK(first.risk == Risk::low);
-  // The alternative without accuracy risk moves the optimizer states to
-  // the host, within a p5 node's 2 TiB.
-  const auto safe =
-      std::find_if(p.fixes.begin(), p.fixes.end(), [](const Fix& f) {
-        return f.group == FixGroup::same_hardware && f.risk == Risk::none;
-      });
-  REQUIRE(safe != p.fixes.end());
-  CHECK(safe->setup.offload != Offload::none);
-  CHECK(safe->host_bytes < Bytes{2048} * k_gib);
-  CHECK(safe->step_factor > first.step_factor);
+  CHECK(first.setup.offload != Offload::none);
+  CHECK(first.host_bytes < Bytes{2048} * k_gib);
+  CHECK(first.risk == Risk::none);
+  for (const Fix& f : p.fixes) {
+    if (f.group == FixGroup::same_hardware) {
+      CHECK(f.setup.precision != Precision::pure);
+    }
+  }
 }
 
 TEST_CASE("advice: 405B on 16 H100s with vLLM pipelines over the two nodes",

@@ -91,9 +91,13 @@ TEST_CASE("search: the fewest GPUs of a card hold the job, one fewer does not",
   CHECK(found->budget.fits_with_margin());
   CHECK_FALSE(plain.best(h100, 16, Objective::balanced).has_value());
   CHECK_FALSE(plain.best(h100, 8, Objective::balanced).has_value());
-  // Allowing 8-bit states and pure bf16, one node is enough.
+  // Allowing 8-bit states and pure bf16, one node is enough under FSDP
+  // (HF Trainer --fsdp over a bf16 model; DeepSpeed ZeRO would keep fp32
+  // master weights): (2 + 2 + 2) B x 70.6B / 8 = 53 GB per card.
+  Setup fsdp = base;
+  fsdp.fsdp = true;
   Searcher quantized(
-      model, base,
+      model, fsdp,
       SearchScope{.layouts = true, .quantize = true, .offload = false});
   const auto one_node = quantized.best(h100, 8, Objective::balanced);
   REQUIRE(one_node.has_value());
