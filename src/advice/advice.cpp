@@ -65,6 +65,9 @@ std::optional<LaunchBlock> trainer_block(const Resolved& s,
                                          const std::vector<Move>& moves,
                                          bool count_changed) {
   std::vector<std::string> hf;
+  if (has(moves, "fp16")) {
+    hf.emplace_back("--fp16 true");
+  }
   if (has(moves, "checkpointing-full")) {
     hf.emplace_back("--gradient_checkpointing true");
   }
@@ -267,6 +270,9 @@ std::vector<LaunchBlock> vllm_blocks(const Resolved& s,
   }
   if (has(moves, "quantize-fp8")) {
     flags.emplace_back("--quantization fp8");
+  }
+  if (has(moves, "fp16")) {
+    flags.emplace_back("--dtype float16");
   }
   if (has(moves, "quantize-4bit")) {
     flags.emplace_back("--quantization awq (an AWQ checkpoint of the model)");
@@ -819,7 +825,10 @@ std::vector<Framework> switch_targets(const Ctx& c) {
       out.push_back(Framework::vllm);
     }
   } else {
-    out.push_back(Framework::torchtune);
+    // torchtune trains in bf16 or fp32 only (training/precision.py).
+    if (runs_bf16(c.gpu)) {
+      out.push_back(Framework::torchtune);
+    }
     // Megatron-LM trains full models (adapters are NeMo's, and no NF4 runs
     // under its tensor-parallel layers).
     if (r.total_gpus() > 1 && r.mode == Mode::full) {

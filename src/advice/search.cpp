@@ -255,6 +255,10 @@ struct Searcher::Space {
   int count = 0;
   Bytes need = -1;  // headroom a fit keeps; -1: the plan's margin
   Setup start;
+  // Moves made before the walk, on every setup of the space: training in
+  // bf16 on a card without it becomes fp16 (transformers'
+  // TrainingArguments refuses --bf16 below compute capability 8.0).
+  std::vector<Move> forced;
   std::vector<Knob> knobs;
   bool ranked = false;
   // A setup without a move of this scope is known not to fit (the caller's
@@ -503,6 +507,12 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
   s.need = need;
   s.required = m_required;
   s.start = with_gpu_count(m_base, count, m_model);
+  if (s.start.training() && s.start.dtype == Dtype::bf16 && !runs_bf16(gpu) &&
+      capability_of(s.start).fp16) {
+    s.start.dtype = Dtype::fp16;
+    s.forced.push_back(
+        {"fp16", "fp16 instead of bf16 (the card has no bf16)", Risk::low});
+  }
   const Resolved r = resolve(m_model, gpu, s.start);
   s.knobs = knobs_for(gpu, s.start, r, m_scope);
   if (s.start.training()) {
@@ -711,6 +721,10 @@ Found Searcher::Walk::found_of(const Levels& levels) const {
   out.setup = p.priced->setup;
   out.budget = std::move(p.priced->budget);
   out.time = estimate_time(model, gpu, out.setup, out.budget);
+  for (const Move& move : m_space.forced) {
+    out.moves.push_back(move);
+    out.risk = std::max(out.risk, move.risk);
+  }
   for (std::size_t d = 0; d < m_space.knobs.size(); ++d) {
     if (levels[d] > 0) {
       const Move& move = level_of(d, levels[d]).move;

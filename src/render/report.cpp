@@ -432,6 +432,12 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         "to sdpa",
         gpu_name));
   }
+  if (b.has(Warning::mxfp4_dequantized)) {
+    texts.emplace_back(
+        "the MXFP4 checkpoint is planned dequantized to bf16, as the usual "
+        "recipe loads it for training (Mxfp4Config(dequantize=True)): no "
+        "framework trains through MXFP4 weights as stored");
+  }
   return texts;
 }
 
