@@ -699,3 +699,25 @@ TEST_CASE("advice: a T4 (no bf16) runs vLLM in fp16 with AWQ",
   CHECK(first.setup.dtype == Dtype::fp16);
   CHECK(first.setup.quant == Quant::awq);
 }
+
+TEST_CASE("advice: training in bf16 on a T4 gets fp16 in every fix",
+          "[advice][capability]") {
+  // T4 is sm75: transformers' TrainingArguments refuses --bf16 there, and
+  // torchtune trains in bf16 or fp32 only, so no switch to it either.
+  Case c = example("llama3.1-8b", "1xT4", Mode::qlora, 2048);
+  const Planned p = plan_case(c);
+  REQUIRE_FALSE(p.fixes.empty());
+  for (const Fix& f : p.fixes) {
+    INFO(f.title);
+    if (f.gpu->name == "T4") {
+      CHECK(f.setup.dtype == Dtype::fp16);
+    }
+    CHECK(f.group != FixGroup::switch_framework);
+  }
+  const Fix& first = p.fixes.front();
+  const auto hf = std::find_if(
+      first.launch.begin(), first.launch.end(),
+      [](const LaunchBlock& b) { return b.framework == "transformers"; });
+  REQUIRE(hf != first.launch.end());
+  CHECK_THAT(hf->text, Catch::Contains("--fp16 true"));
+}

@@ -514,8 +514,16 @@ std::optional<std::int64_t> largest_fitting(const Ctx& c, std::int64_t lo,
 
 // A change of the job priced on the same cards without other moves.
 std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
-                           const Setup& request, const std::string& job_change,
-                           const std::vector<Move>& moves = {}) {
+                           Setup request, const std::string& job_change,
+                           std::vector<Move> moves = {}) {
+  // A card without bf16 runs the job in fp16, as the search's fixes do
+  // (knobs.cpp fp16_without_bf16).
+  if (request.dtype == Dtype::bf16 && !runs_bf16(c.gpu) &&
+      capability_of(request).fp16) {
+    request.dtype = Dtype::fp16;
+    moves.push_back(
+        {"fp16", "fp16 instead of bf16 (the card has no bf16)", Risk::low});
+  }
   Pricing p = price(c.model, c.gpu, request);
   if (!p.priced || !p.priced->budget.fits_with_margin()) {
     return std::nullopt;
