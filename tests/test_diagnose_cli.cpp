@@ -340,7 +340,10 @@ TEST_CASE(
                               "1xA100-40", "--mode", "full", "--json"});
   CHECK(full.at("cause") == "shortfall");
   REQUIRE(!full.at("fixes").empty());
-  CHECK(full.at("fixes")[0].at("group") == "same-hardware");
+  // The advisor's: on the same cards, on HF Trainer or (8B full on one
+  // 40 GB card: torchtune's single-device recipe) another framework.
+  CHECK((full.at("fixes")[0].at("group") == "same-hardware" ||
+         full.at("fixes")[0].at("group") == "switch-framework"));
   for (const json& fix : full.at("fixes")) {
     CHECK(fix.at("id") != "plan-the-setup");
   }

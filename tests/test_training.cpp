@@ -2,6 +2,7 @@
 
 #include "oomplan/memory/memory.hpp"
 #include "oomplan/model/catalog.hpp"
+#include "oomplan/setup/resolve.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -1289,4 +1290,27 @@ TEST_CASE(
         13'476'831'232);
   CHECK(b.stages[1].weights_bytes ==
         2 * (16 * std::int64_t{202'383'360} + 131'072'000 + 4'096));
+}
+
+TEST_CASE("training: an MXFP4 checkpoint is planned dequantized to bf16",
+          "[training]") {
+  // gpt-oss-20b ships MXFP4 experts; the fine-tuning recipe loads it with
+  // Mxfp4Config(dequantize=True) (openai cookbook, TRL): LoRA trains over
+  // bf16 weights, about 2 B x 20.9B = 39 GiB, not the ~13 GiB of MXFP4.
+  const auto& cat = test::catalog();
+  const Model& model = find_model(cat, "gpt-oss-20b");
+  REQUIRE(model.checkpoint_quant == Quant::mxfp4);
+  const Gpu& gpu = find_gpu(cat, "H100");
+  Setup s;
+  s.mode = Mode::lora;
+  s.seq = 4096;
+  CHECK(resolve(model, gpu, s).quant == Quant::none);
+  const Budget b = test::budget(model, gpu, s);
+  CHECK(b.has(Warning::mxfp4_dequantized));
+  // Serving keeps MXFP4; an explicit --quant mxfp4 is the user's.
+  s.mode = Mode::infer;
+  CHECK(resolve(model, gpu, s).quant == Quant::mxfp4);
+  s.mode = Mode::lora;
+  s.quant = Quant::mxfp4;
+  CHECK(resolve(model, gpu, s).quant == Quant::mxfp4);
 }

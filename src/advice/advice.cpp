@@ -1,5 +1,6 @@
 #include "oomplan/advice/advice.hpp"
 
+#include "oomplan/advice/capability.hpp"
 #include "oomplan/model/capability.hpp"
 #include "oomplan/plan/plan.hpp"
 #include "oomplan/setup/options.hpp"
@@ -17,7 +18,8 @@
 //   plan pipeline priced; no budget is edited by hand;
 // - a same-hardware fix keeps the cards and the job; its moves are minimal;
 // - groups come in DESIGN's order (same-hardware, more-gpus, other-gpus,
-//   change-job), and within a group the cheapest first;
+//   change-job) with a switch of framework or engine after the same-hardware
+//   fixes (or first: place_switch), and within a group the cheapest first;
 // - each cost clause (time, host RAM, accuracy, hardware, job) appears once,
 //   each framework's launch block once; deterministic.
 
@@ -63,6 +65,9 @@ std::optional<LaunchBlock> trainer_block(const Resolved& s,
                                          const std::vector<Move>& moves,
                                          bool count_changed) {
   std::vector<std::string> hf;
+  if (has(moves, "fp16")) {
+    hf.emplace_back("--fp16 true");
+  }
   if (has(moves, "checkpointing-full")) {
     hf.emplace_back("--gradient_checkpointing true");
   }
@@ -266,6 +271,9 @@ std::vector<LaunchBlock> vllm_blocks(const Resolved& s,
   if (has(moves, "quantize-fp8")) {
     flags.emplace_back("--quantization fp8");
   }
+  if (has(moves, "fp16")) {
+    flags.emplace_back("--dtype float16");
+  }
   if (has(moves, "quantize-4bit")) {
     flags.emplace_back("--quantization awq (an AWQ checkpoint of the model)");
   }
@@ -430,6 +438,21 @@ std::string risk_clause(const std::vector<Move>& moves) {
                      join(which, ", "));
 }
 
+// vLLM: the requests of max-model-len the KV pool holds at once after the
+// fix, against the plan's (vLLM's "Maximum concurrency" log line).
+std::string concurrency_clause(const Ctx& c, const Budget& budget) {
+  if (!budget.vllm || budget.vllm->max_concurrency <= 0) {
+    return {};
+  }
+  const double before =
+      c.priced.budget.vllm ? c.priced.budget.vllm->max_concurrency : 0.0;
+  if (before <= 0) {
+    return fmt::format("{:.2f}x concurrency", budget.vllm->max_concurrency);
+  }
+  return fmt::format("{:.2f}x concurrency instead of {:.2f}x",
+                     budget.vllm->max_concurrency, before);
+}
+
 Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
              const Gpu& gpu, const Setup& request, const Resolved& setup,
              const Budget& budget, const StepTime& time,
@@ -476,6 +499,7 @@ Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
             : fmt::format("{} host RAM per node", gib_text(budget.host_bytes)));
   }
   cost.push_back(risk_clause(moves));
+  cost.push_back(concurrency_clause(c, budget));
   const int old_gpus = c.priced.setup.total_gpus();
   const int new_gpus = setup.total_gpus();
   if (group == FixGroup::more_gpus || group == FixGroup::other_gpus) {
@@ -546,8 +570,16 @@ std::optional<std::int64_t> largest_fitting(const Ctx& c, std::int64_t lo,
 
 // A change of the job priced on the same cards without other moves.
 std::optional<Fix> job_fix(const Ctx& c, std::string id, std::string title,
-                           const Setup& request, const std::string& job_change,
-                           const std::vector<Move>& moves = {}) {
+                           Setup request, const std::string& job_change,
+                           std::vector<Move> moves = {}) {
+  // A card without bf16 runs the job in fp16, as the search's fixes do
+  // (knobs.cpp fp16_without_bf16).
+  if (request.dtype == Dtype::bf16 && !runs_bf16(c.gpu) &&
+      capability_of(request).fp16) {
+    request.dtype = Dtype::fp16;
+    moves.push_back(
+        {"fp16", "fp16 instead of bf16 (the card has no bf16)", Risk::low});
+  }
   Pricing p = price(c.model, c.gpu, request);
   if (!p.priced || !p.priced->budget.fits_with_margin()) {
     return std::nullopt;
@@ -691,6 +723,9 @@ void other_gpus(const Ctx& c, std::vector<Fix>& out) {
 std::optional<Fix> adapter_fix(const Ctx& c) {
   const Resolved& r = c.priced.setup;
   for (const Mode mode : {Mode::lora, Mode::qlora}) {
+    if (mode == Mode::qlora && !capability_of(c.base).qlora) {
+      continue;  // Megatron and torchtitan load no NF4 base
+    }
     Setup t = c.base;
     t.mode = mode;
     t.quant = Quant::automatic;
@@ -805,6 +840,154 @@ void change_job(const Ctx& c, std::vector<Fix>& out) {
   }
 }
 
+// The user's job on `to` instead of its own framework or engine: torchtune
+// trains in pure bf16 only (training/precision.py) and shards with FSDP2;
+// Megatron's distributed optimizer shards the states as ZeRO-1 does
+// (arguments.py --use-distributed-optimizer); vLLM serves what transformers
+// generated. The forced changes are moves of their own, listed first.
+Setup switched(const Setup& base, const Resolved& r, Framework to,
+               std::vector<Move>& forced) {
+  Setup s = base;
+  s.framework = to;
+  if (to == Framework::vllm) {
+    s.engine = Engine::vllm;
+    s.split_layers = false;
+    s.offload = Offload::none;
+    return s;
+  }
+  s.zero = std::min(r.zero, to == Framework::megatron ? 1 : 0);
+  if (to == Framework::megatron) {
+    // Megatron's optimizer keeps fp32 main parameters, and bitsandbytes'
+    // optimizers do not run under it (docs/advice.md).
+    s.precision = Precision::mixed;
+    if (s.optimizer == Optimizer::adamw_8bit ||
+        s.optimizer == Optimizer::paged_adamw_8bit ||
+        s.optimizer == Optimizer::paged_adamw) {
+      s.optimizer = Optimizer::adamw;
+    }
+  }
+  s.fsdp = to == Framework::torchtune && r.total_gpus() > 1;
+  if (s.offload == Offload::optimizer && to == Framework::torchtune && s.fsdp) {
+    s.offload = Offload::all;  // FSDP2 has no optimizer-only offload
+  }
+  if (to == Framework::torchtune && r.precision == Precision::mixed &&
+      r.dtype != Dtype::fp32) {
+    s.precision = Precision::pure;
+    forced.push_back(
+        {"pure-bf16",
+         fmt::format("pure {} training (no fp32 master weights: small "
+                     "updates round away)",
+                     dtype_name(r.dtype)),
+         Risk::low});
+  }
+  return s;
+}
+
+// The frameworks a job may switch to, in the order tried.
+std::vector<Framework> switch_targets(const Ctx& c) {
+  const Resolved& r = c.priced.setup;
+  const Framework own = framework_of(c.base);
+  std::vector<Framework> out;
+  if (!r.training()) {
+    if (r.engine == Engine::hf) {
+      out.push_back(Framework::vllm);
+    }
+  } else {
+    // torchtune trains in bf16 or fp32 only (training/precision.py).
+    if (runs_bf16(c.gpu)) {
+      out.push_back(Framework::torchtune);
+    }
+    // Megatron-LM trains full models (adapters are NeMo's, and no NF4 runs
+    // under its tensor-parallel layers).
+    if (r.total_gpus() > 1 && r.mode == Mode::full) {
+      out.push_back(Framework::megatron);
+    }
+  }
+  std::erase(out, own);
+  return out;
+}
+
+// The cheapest fix on another framework or engine, when it beats `best`
+// (the balanced cost of the best same-stack fix; nullopt: none fits).
+struct Switch {
+  Fix fix;
+  double cost = 0;  // balanced_cost
+};
+std::optional<Switch> switch_fix(const Ctx& c, std::optional<double> best,
+                                 std::optional<double> headroom) {
+  std::optional<Switch> out;
+  for (const Framework to : switch_targets(c)) {
+    std::vector<Move> moves;
+    const Setup base = switched(c.base, c.priced.setup, to, moves);
+    if (!price(c.model, c.gpu, base).priced) {
+      continue;  // the other stack cannot run this job here
+    }
+    Searcher searcher(c.model, base, SearchScope{});
+    const auto found = searcher.best(c.gpu, c.priced.setup.total_gpus(),
+                                     Objective::balanced, headroom);
+    if (!found) {
+      continue;
+    }
+    Found f = *found;
+    moves.insert(moves.end(), f.moves.begin(), f.moves.end());
+    f.moves = moves;  // the forced moves count in the cost clause too
+    std::string title(switch_title(to));
+    std::string id = "switch-" + std::string(framework_name(to));
+    if (!moves.empty()) {
+      title += ": " + moves_title(moves);
+      id += "+" + moves_id(moves);
+    }
+    Fix fix = from_found(c, FixGroup::switch_framework, f, std::move(id),
+                         std::move(title), "");
+    const double cost = balanced_cost(fix.step_factor, moves);
+    if ((!best || cost < *best) && (!out || cost < out->cost)) {
+      out = Switch{std::move(fix), cost};
+    }
+  }
+  return out;
+}
+
+// vLLM: the cheapest fix with a weight or KV format move, when the
+// same-hardware fixes have none (fp8 weights buy far more concurrency than
+// gpu-util; the row shows both).
+void vllm_format_fix(const Ctx& c, std::vector<Fix>& out) {
+  const Resolved& r = c.priced.setup;
+  if (r.engine != Engine::vllm || r.training() ||
+      std::any_of(out.begin(), out.end(),
+                  [](const Fix& f) { return f.risk != Risk::none; })) {
+    return;
+  }
+  Searcher searcher(c.model, c.base, SearchScope{}, KnobScope::quantize);
+  const auto found = searcher.best(c.gpu, r.total_gpus(), Objective::balanced);
+  if (!found || found->moves.empty()) {
+    return;
+  }
+  out.push_back(from_found(c, FixGroup::same_hardware, *found,
+                           moves_id(found->moves), moves_title(found->moves),
+                           ""));
+}
+
+// A switch of framework goes after the same-stack fixes, or first when
+// the best of them costs more than k_switch_worth times the switch
+// (balanced_cost): nobody keeps a stack to run many times slower.
+constexpr double k_switch_worth = 2.0;
+
+void place_switch(const Ctx& c, std::optional<double> headroom,
+                  std::vector<Fix>& fixes) {
+  std::optional<double> best;
+  for (const Fix& f : fixes) {
+    // The fix's worst risk stands for its moves' (Fix keeps no moves).
+    const double cost = balanced_cost(f.step_factor, {{"", "", f.risk}});
+    best = best ? std::min(*best, cost) : cost;
+  }
+  std::optional<Switch> sw = switch_fix(c, best, headroom);
+  if (!sw) {
+    return;
+  }
+  const bool first = best && *best > k_switch_worth * sw->cost;
+  fixes.insert(first ? fixes.begin() : fixes.end(), std::move(sw->fix));
+}
+
 }  // namespace
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
@@ -830,11 +1013,13 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
               cards,
               prices};
   std::vector<Fix> fixes;
-  if (b.fits_with_margin()) {
-    // Fits, but tight: the cheapest way to the comfortable headroom.
-    same_hardware(c, k_advise_headroom_share, fixes);
-  } else {
-    const std::vector<MoveSet> same = same_hardware(c, std::nullopt, fixes);
+  const std::optional<double> headroom =
+      b.fits_with_margin() ? std::optional(k_advise_headroom_share)
+                           : std::nullopt;
+  const std::vector<MoveSet> same = same_hardware(c, headroom, fixes);
+  vllm_format_fix(c, fixes);
+  place_switch(c, headroom, fixes);
+  if (!headroom) {
     more_gpus(c, same, fixes);
     other_gpus(c, fixes);
     change_job(c, fixes);

@@ -1,5 +1,6 @@
 #include "advice/knobs.hpp"
 
+#include "oomplan/advice/capability.hpp"
 #include "oomplan/model/capability.hpp"
 #include "oomplan/setup/options.hpp"
 
@@ -92,6 +93,7 @@ struct Start {
   const Setup& setup;
   const Resolved& r;
   const SearchScope& scope;
+  const Capability& cap;  // what the start's framework expresses
 };
 
 // A move as a row's levels function makes it.
@@ -112,7 +114,9 @@ using Steps = std::vector<Step>;
 Steps layouts(const Start& k) {
   const Resolved& r = k.r;
   const int total = r.total_gpus();
-  if (!k.scope.layouts || total <= 1) {
+  const bool can =
+      r.training() ? k.cap.training_layouts : k.cap.inference_layouts;
+  if (!k.scope.layouts || total <= 1 || !can) {
     return {};
   }
   Steps out;
@@ -139,7 +143,7 @@ Steps layouts(const Start& k) {
     }
   }
   if (!r.training() && !serves_with_vllm(r) && !r.split_layers &&
-      r.nodes == 1) {
+      r.nodes == 1 && k.cap.framework == Framework::generate) {
     out.push_back({"split-layers", "whole layers per GPU (device_map=\"auto\")",
                    [](Setup& s) {
                      s.split_layers = true;
@@ -166,7 +170,8 @@ Steps zero_stages(const Start& k) {
 
 Steps checkpointing(const Start& k) {
   Steps out;
-  if (k.r.checkpointing < Checkpointing::selective) {
+  if (k.r.checkpointing < Checkpointing::selective &&
+      k.cap.selective_checkpoint) {
     out.push_back(
         {"checkpointing-selective",
          "selective activation recomputation (attention core)",
@@ -217,10 +222,28 @@ Steps optimizer_8bit(const Start& k) {
   if (from != Optimizer::adamw && from != Optimizer::paged_adamw) {
     return {};
   }
-  const Optimizer to = from == Optimizer::adamw ? Optimizer::adamw_8bit
-                                                : Optimizer::paged_adamw_8bit;
-  return {{"optimizer-8bit", "8-bit AdamW states (bitsandbytes)",
+  // torchtune's recipes use bitsandbytes' PagedAdamW8bit
+  // (memory_optimizations.rst "Lower Precision Optimizers").
+  const bool paged =
+      from == Optimizer::paged_adamw || k.cap.framework == Framework::torchtune;
+  const Optimizer to =
+      paged ? Optimizer::paged_adamw_8bit : Optimizer::adamw_8bit;
+  return {{"optimizer-8bit",
+           paged ? "paged 8-bit AdamW states (bitsandbytes)"
+                 : "8-bit AdamW states (bitsandbytes)",
            [to](Setup& s) { s.optimizer = to; }}};
+}
+
+// torchtune steps each parameter as its gradient is ready and frees it: no
+// gradient buffer, and no gradient accumulation
+// (memory_optimizations.rst "Optimizer in Backward").
+Steps optimizer_in_backward(const Start& k) {
+  if (k.r.optimizer_in_bwd) {
+    return {};
+  }
+  return {{"optimizer-in-bwd",
+           "optimizer step in backward (no gradient buffer)",
+           [](Setup& s) { s.optimizer_in_bwd = true; }}};
 }
 
 Steps pure_16bit(const Start& k) {
@@ -228,17 +251,30 @@ Steps pure_16bit(const Start& k) {
     return {};
   }
   return {{"pure-bf16",
-           fmt::format("pure {} training (no fp32 master weights)",
+           fmt::format("pure {} training (no fp32 master weights: small "
+                       "updates round away)",
                        dtype_name(k.r.dtype)),
            [](Setup& s) { s.precision = Precision::pure; }}};
 }
 
 Steps state_offload(const Start& k) {
+  // The plan offloads inside a ZeRO optimizer or FSDP (check()): a stack
+  // with neither (torchtune on one GPU) gets no state offload here.
+  if (!k.cap.zero && !k.setup.fsdp) {
+    return {};
+  }
   Steps out;
-  if (k.r.offload == Offload::none) {
+  if (k.r.offload == Offload::none && k.cap.optimizer_offload) {
     out.push_back({"offload-optimizer",
                    "optimizer states in CPU RAM (ZeRO-Offload)",
                    [](Setup& s) { s.offload = Offload::optimizer; }});
+  }
+  if (!k.cap.param_offload) {
+    return out;
+  }
+  // FSDP's CPUOffload moves parameters, gradients and optimizer states
+  // together (torch/distributed/fsdp/api.py): only the whole offload.
+  if (k.r.offload == Offload::none && !k.setup.fsdp) {
     out.push_back({"offload-params",
                    "weights in CPU RAM (ZeRO-Infinity offload_param)",
                    [](Setup& s) { s.offload = Offload::params; }});
@@ -301,9 +337,24 @@ Steps half_precision(const Start& k) {
     return {};
   }
   const Dtype half = runs_bf16(k.gpu) ? Dtype::bf16 : Dtype::fp16;
+  if (half == Dtype::fp16 && !k.cap.fp16) {
+    return {};
+  }
   return {{"half-precision",
            fmt::format("{} instead of fp32", dtype_name(half)),
            [half](Setup& s) { s.dtype = half; }}};
+}
+
+// A card without bf16 (compute capability < 8.0) runs a bf16 job in fp16:
+// vLLM casts with --dtype float16 (platforms/cuda.py
+// check_if_supports_dtype), training with fp16 mixed precision and loss
+// scaling (torch.cuda.amp.GradScaler).
+Steps fp16_without_bf16(const Start& k) {
+  if (k.r.dtype != Dtype::bf16 || runs_bf16(k.gpu) || !k.cap.fp16) {
+    return {};
+  }
+  return {{"fp16", "fp16 instead of bf16 (the card has no bf16)",
+           [](Setup& s) { s.dtype = Dtype::fp16; }}};
 }
 
 // --- Inference.
@@ -317,6 +368,9 @@ Steps weight_formats(const Start& k) {
   const bool vllm = serves_with_vllm(k.r);
   Steps out;
   for (const Quant q : quantization_options(k.gpu, k.r.engine)) {
+    if (q == Quant::fp8 && !k.cap.fp8_weights) {
+      continue;
+    }
     if (quant_bits(q) == 4) {
       out.push_back({"quantize-4bit",
                      vllm ? "4-bit AWQ weights" : "4-bit NF4 weights",
@@ -403,8 +457,9 @@ Steps max_num_batched_tokens(const Start& k) {
 
 // One knob: what it changes, the jobs it applies to, the search scope that
 // adds it, its role in the walk, which of its moves saves the most memory,
-// the accuracy risk of its moves (unless a move says otherwise) and the
-// function that makes its moves.
+// the accuracy risk of its moves (unless a move says otherwise), the
+// capability the user's framework needs for it (capability.hpp; none: the
+// levels function asks per move) and the function that makes its moves.
 struct KnobRow {
   std::string_view name;
   Jobs jobs;
@@ -412,8 +467,11 @@ struct KnobRow {
   KnobRole role;
   Frugal frugal;
   Risk risk;
+  bool Capability::*needs;
   Steps (*steps)(const Start&);
 };
+
+using C = Capability;
 
 // The layouts come first; then training's knobs, the kernels and the
 // allocator, precision, and inference's formats and engine limits. The
@@ -421,28 +479,30 @@ struct KnobRow {
 // relaxation is proven there: test_properties.cpp frugal_side_knobs).
 // clang-format off
 constexpr std::array k_knobs = {
-//        what it changes               jobs                scope                role              frugal           risk            moves
-  KnobRow{"layout",                     Jobs::all,          KnobScope::plain,    KnobRole::layout, Frugal::first,   Risk::none,     layouts},
-  KnobRow{"ZeRO stage",                 Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     zero_stages},
-  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     checkpointing},
-  KnobRow{"loss",                       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     chunked_loss},
-  KnobRow{"micro-batch",                Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     micro_batches},
-  KnobRow{"optimizer states",           Jobs::training,     KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      optimizer_8bit},
-  KnobRow{"master weights",             Jobs::training,     KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      pure_16bit},
-  KnobRow{"state offload",              Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::last,    Risk::none,     state_offload},
-  KnobRow{"activation offload",         Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::first,   Risk::none,     activation_offload},
-  KnobRow{"sequence parallelism",       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     sequence_parallel},
-  KnobRow{"attention",                  Jobs::hf,           KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     attention},
-  KnobRow{"allocator reserve",          Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::first,   Risk::none,     expandable_segments},
-  KnobRow{"allocator reserve",          Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     expandable_segments},
-  KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      half_precision},
-  KnobRow{"weight format",              Jobs::inference,    KnobScope::quantize, KnobRole::other,  Frugal::last,    Risk::low,      weight_formats},
-  KnobRow{"gpu-util",                   Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::marked,  Risk::none,     gpu_utils},
-  KnobRow{"KV cache dtype",             Jobs::vllm,         KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      fp8_kv_cache},
-  KnobRow{"CUDA graphs",                Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     enforce_eager},
-  KnobRow{"max-num-seqs",               Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     max_num_seqs},
-  KnobRow{"max-num-batched-tokens",     Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     max_num_batched_tokens},
-  KnobRow{"weights offload",            Jobs::hf_inference, KnobScope::offload,  KnobRole::other,  Frugal::first,   Risk::none,     cpu_offload},
+//        what it changes               jobs                scope                role              frugal           risk            needs                      moves
+  KnobRow{"layout",                     Jobs::all,          KnobScope::plain,    KnobRole::layout, Frugal::first,   Risk::none,     nullptr,                   layouts},
+  KnobRow{"ZeRO stage",                 Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     &C::zero,                  zero_stages},
+  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     nullptr,                   checkpointing},
+  KnobRow{"loss",                       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::chunked_loss,          chunked_loss},
+  KnobRow{"micro-batch",                Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   micro_batches},
+  KnobRow{"optimizer states",           Jobs::training,     KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      &C::optimizer_8bit,        optimizer_8bit},
+  KnobRow{"optimizer step",             Jobs::training,     KnobScope::plain,    KnobRole::exclusive, Frugal::first, Risk::none,   &C::optimizer_in_bwd,      optimizer_in_backward},
+  KnobRow{"master weights",             Jobs::training,     KnobScope::quantize, KnobRole::exclusive, Frugal::first, Risk::low,    &C::pure_bf16,             pure_16bit},
+  KnobRow{"state offload",              Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   state_offload},
+  KnobRow{"activation offload",         Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::first,   Risk::none,     &C::activation_offload,    activation_offload},
+  KnobRow{"sequence parallelism",       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::sequence_parallel,     sequence_parallel},
+  KnobRow{"attention",                  Jobs::hf,           KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   attention},
+  KnobRow{"allocator reserve",          Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
+  KnobRow{"allocator reserve",          Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
+  KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   half_precision},
+  KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   fp16_without_bf16},
+  KnobRow{"weight format",              Jobs::inference,    KnobScope::quantize, KnobRole::other,  Frugal::last,    Risk::low,      nullptr,                   weight_formats},
+  KnobRow{"gpu-util",                   Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::marked,  Risk::none,     &C::gpu_util,              gpu_utils},
+  KnobRow{"KV cache dtype",             Jobs::vllm,         KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      &C::fp8_kv,                fp8_kv_cache},
+  KnobRow{"CUDA graphs",                Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   enforce_eager},
+  KnobRow{"max-num-seqs",               Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   max_num_seqs},
+  KnobRow{"max-num-batched-tokens",     Jobs::vllm,         KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   max_num_batched_tokens},
+  KnobRow{"weights offload",            Jobs::hf_inference, KnobScope::offload,  KnobRole::other,  Frugal::first,   Risk::none,     &C::param_offload,         cpu_offload},
 };
 // clang-format on
 
@@ -481,10 +541,12 @@ Knob knob_of(const KnobRow& row, Steps steps) {
 
 std::vector<Knob> knobs_for(const Gpu& gpu, const Setup& start,
                             const Resolved& r, const SearchScope& scope) {
-  const Start k{gpu, start, r, scope};
+  const Capability cap = capability_of(start);
+  const Start k{gpu, start, r, scope, cap};
   std::vector<Knob> out;
   for (const KnobRow& row : k_knobs) {
-    if (!runs(row.jobs, r) || !in_scope(row.scope, scope)) {
+    if (!runs(row.jobs, r) || !in_scope(row.scope, scope) ||
+        (row.needs != nullptr && !(cap.*row.needs))) {
       continue;
     }
     Steps steps = row.steps(k);

@@ -24,7 +24,11 @@ inline constexpr std::array k_pp_sizes = {1, 2, 4, 8, 16};
 // What the walk knows of a knob beyond its levels: the layouts are not
 // nested (ranked by time, one per seed); a side knob's frugal level never
 // needs more memory (the search's relaxation).
-enum class KnobRole : std::uint8_t { other, layout, side };
+// An exclusive knob's frugal level rules out other knobs' (optimizer in
+// backward: no gradient accumulation, so no smaller micro-batch; pure bf16:
+// no ZeRO stage), so the bounds of a card and count are taken with it at
+// both ends.
+enum class KnobRole : std::uint8_t { other, layout, side, exclusive };
 
 // One level of a knob. `factor` is its step time per token relative to the
 // start (estimate_time), used only to order the walk: 1 until the search

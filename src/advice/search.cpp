@@ -2,6 +2,7 @@
 
 #include "advice/knobs.hpp"
 
+#include "oomplan/advice/capability.hpp"
 #include "oomplan/model/capability.hpp"
 #include "oomplan/plan/plan.hpp"
 #include "oomplan/setup/options.hpp"
@@ -284,6 +285,10 @@ struct Searcher::Space {
   int count = 0;
   Bytes need = -1;  // headroom a fit keeps; -1: the plan's margin
   Setup start;
+  // Moves made before the walk, on every setup of the space: training in
+  // bf16 on a card without it becomes fp16 (transformers'
+  // TrainingArguments refuses --bf16 below compute capability 8.0).
+  std::vector<Move> forced;
   std::vector<Knob> knobs;
   bool ranked = false;
   // A setup without a move of this scope is known not to fit (the caller's
@@ -370,9 +375,15 @@ struct Searcher::Space {
   // batch cannot be kept, or torchtune would not offload it).
   std::optional<Outcome> evaluate(const Levels& levels) const {
     const std::optional<Setup> setup = setup_of(levels);
-    // torchtune offloads the checkpointed inputs only.
-    if (!setup || (setup->activation_offload && !start.activation_offload &&
-                   setup->checkpointing != Checkpointing::full)) {
+    // torchtune offloads the checkpointed inputs only, and refuses gradient
+    // accumulation with optimizer_in_bwd (recipes/full_finetune_single_device
+    // .py _setup_optimizer: "Gradient accumulation is not supported").
+    if (!setup ||
+        (setup->activation_offload && !start.activation_offload &&
+         setup->checkpointing != Checkpointing::full) ||
+        (setup->optimizer_in_bwd && !start.optimizer_in_bwd &&
+         setup->grad_accum > 1) ||
+        (!expresses(*setup) && expresses(start))) {
       return std::nullopt;
     }
     Outcome out;
@@ -439,6 +450,20 @@ struct Searcher::Space {
     std::vector<Levels> out(layouts, frugal);
     for (std::size_t l = 0; layout && l < layouts; ++l) {
       out[l][*layout] = static_cast<std::uint8_t>(l);
+    }
+    // With the exclusive knobs at their start too (KnobRole::exclusive).
+    std::vector<Levels> without = out;
+    bool exclusive = false;
+    for (Levels& l : without) {
+      for (std::size_t d = 0; d < knobs.size(); ++d) {
+        if (knobs[d].role == KnobRole::exclusive) {
+          l[d] = 0;
+          exclusive = true;
+        }
+      }
+    }
+    if (exclusive) {
+      out.insert(out.end(), without.begin(), without.end());
     }
     return out;
   }
@@ -515,6 +540,12 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
                          ? with_global_batch(m_base, count, m_model)
                          : std::nullopt;
   s.start = exact ? *exact : with_gpu_count(m_base, count, m_model);
+  if (s.start.training() && s.start.dtype == Dtype::bf16 && !runs_bf16(gpu) &&
+      capability_of(s.start).fp16) {
+    s.start.dtype = Dtype::fp16;
+    s.forced.push_back(
+        {"fp16", "fp16 instead of bf16 (the card has no bf16)", Risk::low});
+  }
   const Resolved r = resolve(m_model, gpu, s.start);
   s.knobs = knobs_for(gpu, s.start, r, m_scope);
   if (s.start.training()) {
@@ -729,6 +760,10 @@ Found Searcher::Walk::found_of(const Levels& levels) const {
   out.setup = p.priced->setup;
   out.budget = std::move(p.priced->budget);
   out.time = estimate_time(model, gpu, out.setup, out.budget);
+  for (const Move& move : m_space.forced) {
+    out.moves.push_back(move);
+    out.risk = std::max(out.risk, move.risk);
+  }
   for (std::size_t d = 0; d < m_space.knobs.size(); ++d) {
     if (levels[d] > 0) {
       const Move& move = level_of(d, levels[d]).move;

@@ -388,6 +388,9 @@ unsigned training_warnings(const Model& model, const Gpu& gpu,
   if ((setup.tp > 1 || setup.pp > 1 || sharded_dp) && gpu.nvlink_gb_s <= 0) {
     warnings |= static_cast<unsigned>(Warning::no_nvlink);
   }
+  if (model.checkpoint_quant == Quant::mxfp4 && setup.quant == Quant::none) {
+    warnings |= static_cast<unsigned>(Warning::mxfp4_dequantized);
+  }
   if (setup.attn == Attn::flash && !runs_flash_attention(gpu)) {
     warnings |= static_cast<unsigned>(Warning::flash_unsupported);
   }

@@ -24,6 +24,8 @@ std::string_view fix_group_name(FixGroup group) {
       return "other-gpus";
     case FixGroup::change_job:
       return "change-job";
+    case FixGroup::switch_framework:
+      return "switch-framework";
   }
   return "same-hardware";
 }

@@ -205,6 +205,8 @@ std::string_view group_heading(FixGroup group) {
       return "on other GPUs:";
     case FixGroup::change_job:
       return "changing the job:";
+    case FixGroup::switch_framework:
+      return "on the same GPUs, the same job, another framework or engine:";
   }
   return "";
 }
@@ -429,6 +431,12 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         "flash attention needs compute capability 8.0 or newer; {} falls back "
         "to sdpa",
         gpu_name));
+  }
+  if (b.has(Warning::mxfp4_dequantized)) {
+    texts.emplace_back(
+        "the MXFP4 checkpoint is planned dequantized to bf16, as the usual "
+        "recipe loads it for training (Mxfp4Config(dequantize=True)): no "
+        "framework trains through MXFP4 weights as stored");
   }
   return texts;
 }

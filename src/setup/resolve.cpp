@@ -90,6 +90,15 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   if (r.quant == Quant::automatic) {
     r.quant = s.mode == Mode::qlora ? Quant::nf4 : model.checkpoint_quant;
   }
+  // No framework trains through MXFP4 weights as stored: the gpt-oss
+  // fine-tuning recipe loads them with Mxfp4Config(dequantize=True) into
+  // bf16 (openai/gpt-oss cookbook "Fine-tuning with TRL"; transformers
+  // quantizers/quantizer_mxfp4.py). The plan says so (Warning::
+  // mxfp4_dequantized).
+  if (s.quant == Quant::automatic && r.quant == Quant::mxfp4 &&
+      s.mode != Mode::infer) {
+    r.quant = Quant::none;
+  }
   if (r.quant == Quant::automatic) {
     r.quant = Quant::none;
   }

@@ -3,10 +3,14 @@
 // The advisor (DESIGN §3). When a plan does not fit with its margin, or keeps
 // less than k_advise_headroom_share of the card free, it proposes the changes
 // an expert would make, each found by the search (search.hpp) and priced by
-// the plan pipeline, in four groups and in this order:
+// the plan pipeline, in five groups and in this order:
 //   same-hardware  the same cards and the same job: the cheapest minimal set
-//                  of moves that fits with the margin, then the alternatives
-//                  that trade differently (faster, or less accuracy risk);
+//                  of moves the user's framework expresses (capability.hpp)
+//                  that fits with the margin, then the alternatives that
+//                  trade differently (faster, or less accuracy risk);
+//   switch-framework  the same cards and job on another framework or engine
+//                  ("switch to torchtune: ..."), when it beats them; first
+//                  when the same-stack fixes cost more than twice as much;
 //   more-gpus      the same job on the fewest more of the same cards;
 //   other-gpus     the same job on other cards, the common ones first;
 //   change-job     a shorter sequence or context, LoRA or QLoRA instead of

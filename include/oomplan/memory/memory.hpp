@@ -100,6 +100,7 @@ enum class Warning : unsigned {
   low_headroom = 1U << 7,  // fits with less than the margin free
   flash_unsupported =
       1U << 8,  // flash attention needs compute capability >= 8.0
+  mxfp4_dequantized = 1U << 9,  // training: MXFP4 checkpoint loaded as bf16
 };
 
 inline constexpr std::size_t k_max_components = 10;

@@ -24,7 +24,16 @@ enum class Risk {
 };
 std::string_view risk_name(Risk risk);  // "none", "low", "moderate"
 
-enum class FixGroup { same_hardware, more_gpus, other_gpus, change_job };
+// switch_framework: the same cards and job on another framework or engine
+// that expresses moves the user's cannot (advice/capability.hpp); listed
+// after the same-hardware fixes, or first when they cost far more.
+enum class FixGroup {
+  same_hardware,
+  switch_framework,
+  more_gpus,
+  other_gpus,
+  change_job
+};
 std::string_view fix_group_name(FixGroup group);  // "same-hardware", ...
 
 // The settings one framework needs for a fix, ready to copy: `framework` is
