@@ -1,0 +1,546 @@
+// Launch writers (launch.hpp write_launch): a resolved setup -> the files and
+// command lines of one framework, spelled as the readers beside them read
+// them (vllm.cpp, deepspeed.cpp, hf_trainer.cpp, fsdp.cpp, accelerate.cpp),
+// so that `oomplan check` plans the written files as the same setup
+// (tests/test_launch_roundtrip.cpp). Every setting that changes memory is
+// written; one the framework cannot express goes to `unwritten`.
+
+#include "launch/internal.hpp"
+
+#include "oomplan/launch/launch.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace oomplan {
+namespace {
+
+using launch::Json;
+
+// The files the blocks are, as the launch commands name them.
+constexpr std::string_view k_ds_file = "ds_config.json";
+constexpr std::string_view k_args_file = "train_args.json";
+constexpr std::string_view k_accelerate_file = "accelerate_config.yaml";
+
+struct Out {
+  LaunchWriting w;
+  void cannot(std::string what) { w.unwritten.push_back(std::move(what)); }
+};
+
+std::string model_id(const Model& model) {
+  return model.hf_id.empty() ? model.name : model.hf_id;
+}
+
+// Quantized weights other than the checkpoint's own (which loading the
+// checkpoint gives).
+bool own_quant(const Resolved& s, const Model& model) {
+  return s.quant == model.checkpoint_quant;
+}
+
+// ---- vLLM: `vllm serve MODEL` flags (vllm/engine/arg_utils.py EngineArgs).
+
+std::string_view vllm_dtype(Dtype d) {
+  return d == Dtype::fp16   ? "float16"
+         : d == Dtype::fp32 ? "float32"
+                            : "bfloat16";
+}
+
+// QUANTIZATION_METHODS names (vllm/model_executor/layers/quantization).
+std::optional<std::string_view> vllm_quant(Quant q) {
+  switch (q) {
+    case Quant::awq:
+      return "awq";
+    case Quant::gptq:
+      return "gptq";
+    case Quant::fp8:
+      return "fp8";
+    case Quant::mxfp4:
+      return "mxfp4";
+    case Quant::nf4_nodq:
+      return "bitsandbytes";
+    default:
+      return std::nullopt;
+  }
+}
+
+void write_vllm(const Resolved& s, const Model& model, Out& out) {
+  if (s.training()) {
+    out.cannot("training: vLLM serves, it does not train");
+    return;
+  }
+  std::string cmd = fmt::format("vllm serve {}", model_id(model));
+  cmd += fmt::format(" --tensor-parallel-size {}", s.tp);
+  if (s.pp > 1) {
+    cmd += fmt::format(" --pipeline-parallel-size {}", s.pp);
+  }
+  if (s.dp() > 1) {
+    cmd += fmt::format(" --data-parallel-size {}", s.dp());
+  }
+  if (s.cp > 1 || s.split_layers) {
+    out.cannot(
+        "context parallelism or device_map layer splitting: vLLM "
+        "shards by tensor, pipeline and data parallelism "
+        "(vllm/config/parallel.py)");
+  }
+  cmd += fmt::format(" --dtype {}", vllm_dtype(s.dtype));
+  if (!own_quant(s, model)) {
+    if (const auto q = vllm_quant(s.quant)) {
+      cmd += fmt::format(" --quantization {}", *q);
+    } else {
+      out.cannot(
+          fmt::format("{} weights: no vLLM quantization method loads "
+                      "them from this checkpoint",
+                      quant_name(s.quant)));
+    }
+  }
+  if (s.kv_dtype == Dtype::fp8) {
+    cmd += " --kv-cache-dtype fp8";  // vllm/config/cache.py CacheDType
+  } else if (s.kv_dtype != s.dtype) {
+    out.cannot("a KV cache dtype other than the model's or fp8");
+  }
+  cmd += fmt::format(" --gpu-memory-utilization {}",
+                     launch::number_text(s.gpu_util));
+  cmd += fmt::format(" --max-model-len {}", s.max_model_len);
+  cmd += fmt::format(" --max-num-seqs {}", s.max_num_seqs);
+  cmd += fmt::format(" --max-num-batched-tokens {}", s.max_num_batched_tokens);
+  if (s.enforce_eager) {
+    cmd += " --enforce-eager";
+  }
+  out.w.blocks.push_back({"vLLM", cmd, ""});
+}
+
+// ---- transformers generate: from_pretrained arguments (no reader).
+
+void write_generate(const Resolved& s, const Model& model, Out& out) {
+  if (s.training()) {
+    out.cannot("training: model.generate runs inference");
+    return;
+  }
+  std::string args =
+      fmt::format(R"("{}", torch_dtype=torch.{})", model_id(model),
+                  s.dtype == Dtype::fp16   ? "float16"
+                  : s.dtype == Dtype::fp32 ? "float32"
+                                           : "bfloat16");
+  if (!own_quant(s, model)) {
+    // transformers quantizers (transformers/quantizers/auto.py).
+    switch (s.quant) {
+      case Quant::int8:
+        args += ", quantization_config=BitsAndBytesConfig(load_in_8bit=True)";
+        break;
+      case Quant::fp8:
+        args += ", quantization_config=FbgemmFp8Config()";
+        break;
+      case Quant::nf4:
+      case Quant::nf4_nodq:
+        args += fmt::format(
+            R"(, quantization_config=BitsAndBytesConfig(load_in_4bit=True, )"
+            R"(bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant={}))",
+            s.quant == Quant::nf4 ? "True" : "False");
+        break;
+      default:
+        out.cannot(fmt::format("{} weights from this checkpoint",
+                               quant_name(s.quant)));
+    }
+  }
+  args += fmt::format(R"(, attn_implementation="{}")",
+                      s.attn == Attn::flash  ? "flash_attention_2"
+                      : s.attn == Attn::sdpa ? "sdpa"
+                                             : "eager");
+  if (s.split_layers) {
+    args += R"(, device_map="auto")";  // accelerate big_modeling dispatch
+  } else if (s.tp > 1) {
+    args += R"(, tp_plan="auto")";  // transformers tensor parallel
+  }
+  if (s.kv_dtype != s.dtype) {
+    out.cannot(
+        "a KV cache dtype other than the model's: DynamicCache keeps "
+        "the model's dtype");
+  }
+  out.w.blocks.push_back({"transformers",
+                          "AutoModelForCausalLM.from_pretrained(" + args + ")",
+                          ""});
+  if (s.tp > 1 && !s.split_layers) {
+    out.w.blocks.push_back(
+        {"torchrun", fmt::format("--nproc_per_node {}", s.gpus), ""});
+  }
+}
+
+// ---- DeepSpeed JSON (deepspeed/runtime/config.py, zero/config.py,
+// zero/offload_config.py).
+
+Json deepspeed_doc(const Resolved& s) {
+  Json zero = {{"stage", s.zero}};
+  const Json cpu = {{"device", "cpu"}, {"pin_memory", true}};
+  if (s.offload == Offload::optimizer || s.offload == Offload::all) {
+    zero["offload_optimizer"] = cpu;
+  }
+  if (s.offload == Offload::params || s.offload == Offload::all) {
+    zero["offload_param"] = cpu;
+  }
+  Json doc = {{"zero_optimization", zero}};
+  doc["bf16"] = {{"enabled", s.dtype == Dtype::bf16}};
+  doc["fp16"] = {{"enabled", s.dtype == Dtype::fp16}};
+  doc["train_micro_batch_size_per_gpu"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  return doc;
+}
+
+void deepspeed_limits(const Resolved& s, Out& out) {
+  if (s.offload == Offload::params && s.zero < 3) {
+    out.cannot(
+        "parameter offload below ZeRO-3: offload_param applies only "
+        "at stage 3 (deepspeed/runtime/zero/stage3.py)");
+  }
+  if (s.offload != Offload::none && s.zero == 0) {
+    out.cannot("offload without ZeRO: offload_optimizer needs stage >= 1");
+  }
+  if (s.precision == Precision::pure) {
+    out.cannot(
+        "pure bf16: DeepSpeed keeps fp32 master weights "
+        "(deepspeed/runtime/bf16_optimizer.py)");
+  }
+}
+
+// ---- HF TrainingArguments / TRL SFTConfig (transformers training_args.py,
+// trl/trainer/sft_config.py, model_config.py), as a JSON args file.
+
+std::string_view hf_optim(Optimizer o) {
+  switch (o) {
+    case Optimizer::adamw:
+      return "adamw_torch";
+    case Optimizer::adamw_8bit:
+      return "adamw_bnb_8bit";
+    case Optimizer::paged_adamw:
+      return "paged_adamw_32bit";
+    case Optimizer::paged_adamw_8bit:
+      return "paged_adamw_8bit";
+    case Optimizer::sgd:
+      return "sgd";
+    case Optimizer::adafactor:
+      return "adafactor";
+  }
+  return "adamw_torch";
+}
+
+Json lora_modules(unsigned targets) {
+  // PEFT target_modules names of the Llama-style projections.
+  static constexpr std::array<std::pair<unsigned, const char*>, 7> k_names = {{
+      {k_lora_q, "q_proj"},
+      {k_lora_k, "k_proj"},
+      {k_lora_v, "v_proj"},
+      {k_lora_o, "o_proj"},
+      {k_lora_gate, "gate_proj"},
+      {k_lora_up, "up_proj"},
+      {k_lora_down, "down_proj"},
+  }};
+  Json names = Json::array();
+  for (const auto& [bit, name] : k_names) {
+    if ((targets & bit) != 0) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// The model, adapters and quantization keys (TRL ModelConfig).
+void hf_model_keys(const Resolved& s, const Model& model, Json& doc, Out& out) {
+  doc["model_name_or_path"] = model_id(model);
+  if (s.mode == Mode::full) {
+    if (!own_quant(s, model)) {
+      out.cannot("quantized weights in a full fine-tune");
+    }
+    return;
+  }
+  doc["use_peft"] = true;
+  doc["lora_r"] = s.lora_rank;
+  doc["lora_target_modules"] = lora_modules(s.lora_targets);
+  if (s.mode == Mode::qlora) {
+    doc["load_in_4bit"] = true;
+    doc["use_bnb_nested_quant"] = s.quant == Quant::nf4;
+    if (s.quant != Quant::nf4 && s.quant != Quant::nf4_nodq) {
+      out.cannot(
+          fmt::format("QLoRA over {} weights: TRL loads the base "
+                      "with bitsandbytes NF4",
+                      quant_name(s.quant)));
+    }
+  } else if (s.quant == Quant::int8) {
+    doc["load_in_8bit"] = true;
+  } else if (!own_quant(s, model)) {
+    out.cannot(fmt::format("LoRA over {} weights", quant_name(s.quant)));
+  }
+}
+
+// What TrainingArguments cannot express at all.
+void hf_limits(const Resolved& s, bool trl, Out& out) {
+  if (s.tp > 1 || s.pp > 1 || s.cp > 1 || s.sequence_parallel) {
+    out.cannot(
+        "tensor, pipeline or context parallelism: the HF Trainer "
+        "runs data parallel (FSDP or DeepSpeed ZeRO)");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot(
+        fmt::format("{} checkpointing: gradient_checkpointing wraps "
+                    "every decoder layer (modeling_utils.py)",
+                    checkpointing_name(s.checkpointing)));
+  }
+  if (s.activation_offload && !trl) {
+    out.cannot(
+        "activation offload: TrainingArguments has none (TRL's "
+        "SFTConfig.activation_offloading and torchtune's "
+        "enable_activation_offloading have)");
+  }
+  if (s.optimizer_in_bwd) {
+    out.cannot(
+        "optimizer in backward: the HF Trainer steps after backward "
+        "(torchtune's optimizer_in_bwd has it)");
+  }
+  if (s.float8) {
+    out.cannot("float8 linears (torchtitan)");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  if (s.precision == Precision::amp) {
+    out.cannot("amp precision");
+  }
+  if (s.precision == Precision::pure && s.mode != Mode::full) {
+    out.cannot("pure 16-bit adapters: PEFT keeps trainable weights in fp32");
+  }
+}
+
+std::string_view hf_attn(Attn a) {
+  return a == Attn::flash  ? "flash_attention_2"
+         : a == Attn::sdpa ? "sdpa"
+                           : "eager";
+}
+
+// The training arguments; `sharding`: write the FSDP / DeepSpeed keys (not
+// when an accelerate config carries them).
+Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
+             Out& out) {
+  // Adapters are TRL ModelConfig keys (use_peft, load_in_4bit):
+  // TrainingArguments has none, so an adapter job's file is spelled as
+  // TRL's (and read with TRL's defaults); what it may use is still `trl`'s.
+  const bool trl_file = trl || s.mode != Mode::full;
+  Json doc = Json::object();
+  hf_model_keys(s, model, doc, out);
+  hf_limits(s, trl, out);
+  doc["per_device_train_batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  // TRL SFTConfig.max_length; run_clm.py's block_size for the HF Trainer.
+  doc[trl_file ? "max_length" : "block_size"] = s.seq;
+  doc["bf16"] = s.dtype == Dtype::bf16;
+  doc["fp16"] = s.dtype == Dtype::fp16;
+  if (s.precision == Precision::pure && s.mode == Mode::full) {
+    // The model loaded in 16 bits trains as loaded: no fp32 master copy.
+    doc[trl_file ? "model_init_kwargs" : "torch_dtype"] =
+        trl_file ? Json{{"torch_dtype",
+                         s.dtype == Dtype::fp16 ? "float16" : "bfloat16"}}
+                 : Json(s.dtype == Dtype::fp16 ? "float16" : "bfloat16");
+  }
+  doc["gradient_checkpointing"] = s.checkpointing != Checkpointing::none;
+  if (trl_file) {
+    doc["activation_offloading"] = trl && s.activation_offload;
+  }
+  if (s.loss == Loss::chunked && !trl) {
+    // Liger's fused linear cross-entropy never materialises the logits.
+    doc["use_liger_kernel"] = true;
+  } else if (trl_file) {
+    // SFTConfig.loss_type (TRL's default is chunked_nll).
+    doc["loss_type"] = s.loss == Loss::chunked ? "chunked_nll" : "nll";
+  }
+  doc["optim"] = hf_optim(s.optimizer);
+  doc["attn_implementation"] = hf_attn(s.attn);
+  doc["torch_compile"] = s.compile;
+  if (!sharding) {
+    return doc;
+  }
+  if (s.fsdp) {
+    // transformers FSDPOption words; CPUOffload(offload_params=True) moves
+    // parameters, gradients and optimizer states together.
+    doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
+                                            : "full_shard auto_wrap";
+    doc["fsdp_config"] = {{"version", s.fsdp_version}};
+    if (s.offload == Offload::optimizer || s.offload == Offload::params) {
+      out.cannot(
+          "optimizer-only or parameter-only offload under FSDP: "
+          "CPUOffload offloads parameters, gradients and optimizer "
+          "together (torch/distributed/fsdp/api.py)");
+    }
+  }
+  return doc;
+}
+
+void push_ds(const Resolved& s, Out& out) {
+  deepspeed_limits(s, out);
+  out.w.blocks.push_back(
+      {"DeepSpeed", deepspeed_doc(s).dump(), std::string(k_ds_file)});
+}
+
+void torchrun_block(const Resolved& s, Out& out) {
+  if (s.total_gpus() > 1) {
+    out.w.blocks.push_back(
+        {"torchrun",
+         s.nodes > 1
+             ? fmt::format("--nnodes {} --nproc_per_node {}", s.nodes, s.gpus)
+             : fmt::format("--nproc_per_node {}", s.gpus),
+         ""});
+  }
+}
+
+void write_hf(const Resolved& s, const Model& model, bool trl,
+              bool force_deepspeed, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: the Trainer trains");
+    return;
+  }
+  const bool ds =
+      !s.fsdp && (s.zero > 0 || s.offload != Offload::none || force_deepspeed);
+  Json doc = hf_args(s, model, trl, true, out);
+  if (ds) {
+    doc["deepspeed"] = k_ds_file;
+    push_ds(s, out);
+  }
+  out.w.blocks.push_back(
+      {trl ? "TRL" : "HF Trainer", doc.dump(), std::string(k_args_file)});
+  torchrun_block(s, out);
+}
+
+// ---- accelerate config (accelerate commands/config/config_args.py,
+// utils/dataclasses.py FullyShardedDataParallelPlugin, DeepSpeedPlugin)
+// beside the training arguments it launches.
+
+void write_accelerate(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: the accelerate launcher writer plans training");
+    return;
+  }
+  Json cfg = {{"compute_environment", "LOCAL_MACHINE"}};
+  cfg["num_machines"] = s.nodes;
+  cfg["num_processes"] = s.total_gpus();
+  cfg["mixed_precision"] = s.dtype == Dtype::bf16   ? "bf16"
+                           : s.dtype == Dtype::fp16 ? "fp16"
+                                                    : "no";
+  if (s.fsdp) {
+    cfg["distributed_type"] = "FSDP";
+    Json f = {{"fsdp_version", s.fsdp_version}};
+    if (s.fsdp_version == 2) {
+      f["fsdp_reshard_after_forward"] = true;
+    } else {
+      f["fsdp_sharding_strategy"] = "FULL_SHARD";
+    }
+    f["fsdp_offload_params"] = s.offload == Offload::all;
+    f["fsdp_activation_checkpointing"] = false;
+    cfg["fsdp_config"] = f;
+    if (s.offload == Offload::optimizer || s.offload == Offload::params) {
+      out.cannot(
+          "optimizer-only or parameter-only offload under FSDP: "
+          "fsdp_offload_params moves parameters, gradients and "
+          "optimizer states together");
+    }
+  } else if (s.zero > 0 || s.offload != Offload::none) {
+    cfg["distributed_type"] = "DEEPSPEED";
+    Json d = {{"zero_stage", s.zero},
+              {"gradient_accumulation_steps", s.grad_accum}};
+    const bool opt =
+        s.offload == Offload::optimizer || s.offload == Offload::all;
+    const bool par = s.offload == Offload::params || s.offload == Offload::all;
+    d["offload_optimizer_device"] = opt ? "cpu" : "none";
+    d["offload_param_device"] = par ? "cpu" : "none";
+    cfg["deepspeed_config"] = d;
+    deepspeed_limits(s, out);
+  } else {
+    cfg["distributed_type"] = s.total_gpus() > 1 ? "MULTI_GPU" : "NO";
+  }
+  // The training file first: a launcher config joins the training file
+  // before it (launch.hpp read_launch_files), as `accelerate launch
+  // --config_file accelerate_config.yaml train.py train_args.json` runs it.
+  const Json args = hf_args(s, model, false, false, out);
+  out.w.blocks.push_back({"HF Trainer", args.dump(), std::string(k_args_file)});
+  out.w.blocks.push_back(
+      {"accelerate", cfg.dump(), std::string(k_accelerate_file)});
+}
+
+// ---- Megatron-LM (megatron/training/arguments.py); no reader.
+
+void write_megatron(const Resolved& s, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: Megatron-LM trains");
+    return;
+  }
+  std::string a = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
+      "--micro-batch-size {} --global-batch-size {} --seq-length {}",
+      s.tp, s.pp, s.batch, s.batch * s.grad_accum * s.dp(), s.seq);
+  if (s.sequence_parallel) {
+    a += " --sequence-parallel";
+  }
+  if (s.checkpointing == Checkpointing::selective) {
+    a += " --recompute-granularity selective";
+  } else if (s.checkpointing == Checkpointing::full) {
+    a += " --recompute-granularity full --recompute-method uniform";
+  }
+  a += s.dtype == Dtype::bf16   ? " --bf16"
+       : s.dtype == Dtype::fp16 ? " --fp16"
+                                : "";
+  if (s.zero > 0) {
+    a += " --use-distributed-optimizer";
+  }
+  if (s.mode != Mode::full) {
+    out.cannot("LoRA/QLoRA: Megatron-LM trains every weight (NeMo adds PEFT)");
+  }
+  if (s.optimizer != Optimizer::adamw && s.optimizer != Optimizer::sgd) {
+    out.cannot(
+        "bitsandbytes or paged optimizers: Megatron uses its own "
+        "distributed Adam");
+  }
+  if (s.offload != Offload::none || s.activation_offload ||
+      s.optimizer_in_bwd) {
+    out.cannot("CPU offload or optimizer in backward");
+  }
+  out.w.blocks.push_back({"Megatron", a, ""});
+  torchrun_block(s, out);
+}
+
+}  // namespace
+
+LaunchWriting write_launch(Framework framework, const Resolved& setup,
+                           const Model& model) {
+  Out out;
+  switch (framework) {
+    case Framework::vllm:
+      write_vllm(setup, model, out);
+      break;
+    case Framework::generate:
+      write_generate(setup, model, out);
+      break;
+    case Framework::deepspeed:
+      write_hf(setup, model, false, true, out);
+      break;
+    case Framework::hf_trainer:
+      write_hf(setup, model, false, false, out);
+      break;
+    case Framework::trl:
+      write_hf(setup, model, true, false, out);
+      break;
+    case Framework::accelerate:
+      write_accelerate(setup, model, out);
+      break;
+    case Framework::megatron:
+      write_megatron(setup, out);
+      break;
+    case Framework::torchtune:
+    case Framework::axolotl:
+    case Framework::llama_factory:
+    case Framework::torchtitan:
+      out.cannot(fmt::format("{} launch files: no writer yet",
+                             framework_name(framework)));
+      break;
+  }
+  return std::move(out.w);
+}
+
+}  // namespace oomplan
