@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -48,6 +49,27 @@ void shard(Setup& s, int which) {
   }
 }
 
+// A setup as `--framework NAME` starts it: the framework's defaults (for
+// the frameworks that have a reader), then the corpus's own settings.
+Setup start(Framework fw, int gpus, Mode mode, Engine engine, std::int64_t seq,
+            std::int64_t batch) {
+  Setup s;
+  const auto names = framework_names();
+  const std::string_view name = framework_name(fw);
+  if (std::find(names.begin(), names.end(), name) != names.end()) {
+    for (const LaunchOption& o : framework_defaults(name)) {
+      apply_option(s, o.flag, o.value);
+    }
+  }
+  s.framework = fw;
+  s.gpus = gpus;
+  s.mode = mode;
+  s.engine = engine;
+  s.seq = seq;
+  s.batch = batch;
+  return s;
+}
+
 void advise_one(const Model& model, const Gpu& gpu, const Setup& s, Corpus& c) {
   const Pricing p = price(model, gpu, s);
   if (!p.priced || p.priced->budget.fits_with_margin()) {
@@ -73,8 +95,7 @@ Corpus corpus() {
   constexpr std::array k_models = {"llama3-8b",   "llama3-70b", "qwen2.5-32b",
                                    "mistral-7b",  "gemma-2-9b", "qwen2.5-7b",
                                    "mixtral-8x7b"};
-  constexpr std::array k_cards = {"RTX4090", "A100-40", "A100-80",
-                                  "L40S",    "H100",    "T4"};
+  constexpr std::array k_cards = {"RTX4090", "A100-80", "L40S", "H100", "T4"};
   constexpr std::array k_counts = {1, 8};
   constexpr std::array k_train = {Framework::hf_trainer, Framework::trl,
                                   Framework::deepspeed,  Framework::accelerate,
@@ -89,18 +110,17 @@ Corpus corpus() {
         for (const std::int64_t seq : {2048, 8192}) {
           for (const std::int64_t batch : {1, 4}) {
             for (const Engine engine : {Engine::hf, Engine::vllm}) {
-              Setup s{
-                  .gpus = count, .engine = engine, .seq = seq, .batch = batch};
-              s.framework = engine == Engine::vllm ? Framework::vllm
-                                                   : Framework::generate;
+              const Setup s =
+                  start(engine == Engine::vllm ? Framework::vllm
+                                               : Framework::generate,
+                        count, Mode::infer, engine, seq, batch);
               advise_one(model, gpu, s, c);
             }
             for (const Mode mode : {Mode::full, Mode::lora, Mode::qlora}) {
               for (int sharding = 0; sharding < 4; ++sharding) {
-                Setup s{
-                    .gpus = count, .mode = mode, .seq = seq, .batch = batch};
+                Setup s = start(k_train[n++ % k_train.size()], count, mode,
+                                Engine::hf, seq, batch);
                 shard(s, sharding);
-                s.framework = k_train[n++ % k_train.size()];
                 advise_one(model, gpu, s, c);
               }
             }

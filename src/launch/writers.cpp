@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -464,6 +466,135 @@ void write_accelerate(const Resolved& s, const Model& model, Out& out) {
       {"accelerate", cfg.dump(), std::string(k_accelerate_file)});
 }
 
+// ---- torchtune recipe config (recipes/*_finetune_*.py, the model builders
+// torchtune/models/<family>/_model_builders.py), read as torchtune.cpp reads
+// it: a YAML config (here in JSON, which YAML reads).
+
+std::string torchtune_builder(const Resolved& s, const Model& model) {
+  std::string name = model.aliases.empty() ? model.name : model.aliases.front();
+  std::replace(name.begin(), name.end(), '-', '_');
+  std::replace(name.begin(), name.end(), '.', '_');
+  const std::string_view prefix = s.mode == Mode::qlora  ? "qlora_"
+                                  : s.mode == Mode::lora ? "lora_"
+                                                         : "";
+  return fmt::format("torchtune.models.{}.{}{}", model.model_type, prefix,
+                     name);
+}
+
+std::string_view torchtune_optim(Optimizer o) {
+  switch (o) {
+    case Optimizer::adamw:
+      return "torch.optim.AdamW";
+    case Optimizer::adamw_8bit:
+      return "bitsandbytes.optim.AdamW8bit";
+    case Optimizer::paged_adamw:
+      return "bitsandbytes.optim.PagedAdamW";
+    case Optimizer::paged_adamw_8bit:
+      return "bitsandbytes.optim.PagedAdamW8bit";
+    case Optimizer::sgd:
+      return "torch.optim.SGD";
+    case Optimizer::adafactor:
+      return "torch.optim.Adafactor";
+  }
+  return "torch.optim.AdamW";
+}
+
+void torchtune_limits(const Resolved& s, const Model& model, Out& out) {
+  if (s.pp > 1 || s.cp > 1 || s.sequence_parallel || s.float8) {
+    out.cannot(
+        "pipeline or context parallelism, sequence parallelism or "
+        "float8 in a torchtune recipe");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot("checkpointing other than full (ac_mode full)");
+  }
+  if (s.precision != Precision::pure && s.dtype != Dtype::fp32) {
+    out.cannot(
+        "fp32 master weights: torchtune recipes train in `dtype` "
+        "with no fp32 copy (training/precision.py)");
+  }
+  if (s.attn != Attn::sdpa) {
+    out.cannot(
+        "attention other than sdpa: torchtune calls "
+        "F.scaled_dot_product_attention");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  if (s.offload == Offload::optimizer || s.offload == Offload::params) {
+    out.cannot(
+        "optimizer-only or parameter-only offload: fsdp_cpu_offload "
+        "is CPUOffloadPolicy (parameters, gradients and step)");
+  }
+  if (!s.fsdp && s.zero != 2 && s.total_gpus() > 1) {
+    out.cannot(
+        "data parallelism without sharding: the distributed recipes "
+        "shard with FSDP2 (training.shard_model)");
+  }
+  const bool mlp = (s.lora_targets & (k_lora_gate | k_lora_up | k_lora_down));
+  const bool all_mlp =
+      (s.lora_targets & (k_lora_gate | k_lora_up | k_lora_down)) ==
+      (k_lora_gate | k_lora_up | k_lora_down);
+  if (s.mode != Mode::full && mlp && !all_mlp) {
+    out.cannot("LoRA on part of the MLP: apply_lora_to_mlp takes all three");
+  }
+  if (s.mode == Mode::qlora ? s.quant != Quant::nf4 : !own_quant(s, model)) {
+    out.cannot(
+        fmt::format("{} weights: QLoRA builders quantize with "
+                    "torchao NF4, other builders load the checkpoint",
+                    quant_name(s.quant)));
+  }
+}
+
+void write_torchtune(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: torchtune recipes train");
+    return;
+  }
+  torchtune_limits(s, model, out);
+  Json m = {{"_component_", torchtune_builder(s, model)}};
+  if (s.mode != Mode::full) {
+    Json attn = Json::array();
+    for (const auto& [bit, name] :
+         std::array<std::pair<unsigned, const char*>, 4>{
+             {{k_lora_q, "q_proj"},
+              {k_lora_k, "k_proj"},
+              {k_lora_v, "v_proj"},
+              {k_lora_o, "output_proj"}}}) {
+      if ((s.lora_targets & bit) != 0) {
+        attn.push_back(name);
+      }
+    }
+    m["lora_attn_modules"] = attn;
+    m["apply_lora_to_mlp"] = (s.lora_targets & k_lora_gate) != 0;
+    m["lora_rank"] = s.lora_rank;
+  }
+  Json doc = {{"model", m}};
+  doc["checkpointer"] = {{"checkpoint_dir", "/tmp/" + model_id(model)}};
+  doc["tokenizer"] = {{"max_seq_len", s.seq}};
+  doc["batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  doc["optimizer"] = {{"_component_", torchtune_optim(s.optimizer)}};
+  doc["optimizer_in_bwd"] = s.optimizer_in_bwd;
+  doc["loss"] = {
+      {"_component_", s.loss == Loss::chunked
+                          ? "torchtune.modules.loss.CEWithChunkedOutputLoss"
+                          : "torch.nn.CrossEntropyLoss"}};
+  doc["compile"] = s.compile;
+  doc["enable_activation_checkpointing"] =
+      s.checkpointing != Checkpointing::none;
+  doc["enable_activation_offloading"] = s.activation_offload;
+  doc["dtype"] = dtype_name(s.dtype);
+  doc["fsdp_cpu_offload"] = s.offload == Offload::all;
+  doc["fsdp_reshard_after_forward"] = !(s.zero == 2 && !s.fsdp);
+  if (s.tp > 1) {
+    doc["tensor_parallel_dim"] = s.tp;
+  }
+  out.w.blocks.push_back({"torchtune", doc.dump(), "torchtune_config.yaml"});
+  torchrun_block(s, out);
+}
+
 // ---- Megatron-LM (megatron/training/arguments.py); no reader.
 
 void write_megatron(const Resolved& s, Out& out) {
@@ -533,6 +664,8 @@ LaunchWriting write_launch(Framework framework, const Resolved& setup,
       write_megatron(setup, out);
       break;
     case Framework::torchtune:
+      write_torchtune(setup, model, out);
+      break;
     case Framework::axolotl:
     case Framework::llama_factory:
     case Framework::torchtitan:
