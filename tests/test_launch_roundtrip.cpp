@@ -97,9 +97,10 @@ Corpus corpus() {
                                    "mixtral-8x7b"};
   constexpr std::array k_cards = {"RTX4090", "A100-80", "L40S", "H100", "T4"};
   constexpr std::array k_counts = {1, 8};
-  constexpr std::array k_train = {Framework::hf_trainer, Framework::trl,
-                                  Framework::deepspeed,  Framework::accelerate,
-                                  Framework::torchtune,  Framework::megatron};
+  constexpr std::array k_train = {
+      Framework::hf_trainer,    Framework::trl,       Framework::deepspeed,
+      Framework::accelerate,    Framework::torchtune, Framework::axolotl,
+      Framework::llama_factory, Framework::megatron};
   Corpus c;
   std::size_t n = 0;
   for (const char* m : k_models) {

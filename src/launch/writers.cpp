@@ -595,6 +595,87 @@ void write_torchtune(const Resolved& s, const Model& model, Out& out) {
   torchrun_block(s, out);
 }
 
+// ---- axolotl config (axolotl utils/schemas/config.py, training.py,
+// peft.py), read as axolotl.cpp reads it (JSON, which YAML reads).
+
+void axolotl_limits(const Resolved& s, bool ds, Out& out) {
+  if (s.pp > 1 || s.cp > 1 || s.sequence_parallel || s.float8 ||
+      s.optimizer_in_bwd) {
+    out.cannot(
+        "pipeline, context or sequence parallelism, float8 or the "
+        "optimizer in backward in axolotl");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot("checkpointing other than gradient_checkpointing (every layer)");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  // resolve_dtype loads the model in bf16/fp16 and the HF Trainer trains it
+  // as loaded; DeepSpeed adds fp32 master weights.
+  if (ds ? s.precision == Precision::pure
+         : s.precision != Precision::pure && s.dtype != Dtype::fp32) {
+    out.cannot(ds ? "pure 16-bit training under DeepSpeed (fp32 master "
+                    "weights)"
+                  : "fp32 master weights: axolotl trains the weights as "
+                    "loaded in 16 bits");
+  }
+  if (s.fsdp &&
+      (s.offload == Offload::optimizer || s.offload == Offload::params)) {
+    out.cannot("optimizer-only or parameter-only offload under FSDP");
+  }
+}
+
+void write_axolotl(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: axolotl trains");
+    return;
+  }
+  const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
+  axolotl_limits(s, ds, out);
+  Json doc = {{"base_model", model_id(model)}};
+  if (s.mode != Mode::full) {
+    doc["adapter"] = s.mode == Mode::qlora ? "qlora" : "lora";
+    if (s.mode == Mode::qlora) {
+      doc["load_in_4bit"] = true;
+      doc["bnb_config_kwargs"] = {
+          {"bnb_4bit_use_double_quant", s.quant == Quant::nf4}};
+    } else if (s.quant == Quant::int8) {
+      doc["load_in_8bit"] = true;
+    } else if (!own_quant(s, model)) {
+      out.cannot(fmt::format("LoRA over {} weights", quant_name(s.quant)));
+    }
+    doc["lora_r"] = s.lora_rank;
+    doc["lora_target_modules"] = lora_modules(s.lora_targets);
+  } else if (!own_quant(s, model)) {
+    out.cannot("quantized weights in a full fine-tune");
+  }
+  doc["sequence_len"] = s.seq;
+  doc["micro_batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  doc["gradient_checkpointing"] = s.checkpointing != Checkpointing::none;
+  doc["activation_offloading"] = s.activation_offload;
+  doc["attn_implementation"] = hf_attn(s.attn);
+  doc["chunked_cross_entropy"] = s.loss == Loss::chunked;
+  doc["bf16"] = s.dtype == Dtype::bf16;
+  doc["fp16"] = s.dtype == Dtype::fp16;
+  doc["optimizer"] = hf_optim(s.optimizer);
+  doc["torch_compile"] = s.compile;
+  if (s.tp > 1) {
+    doc["tensor_parallel_size"] = s.tp;
+  }
+  if (s.fsdp) {
+    doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
+                                            : "full_shard auto_wrap";
+    doc["fsdp_version"] = s.fsdp_version;
+  } else if (ds) {
+    doc["deepspeed"] = k_ds_file;
+    push_ds(s, out);
+  }
+  out.w.blocks.push_back({"axolotl", doc.dump(), "axolotl_config.yaml"});
+}
+
 // ---- Megatron-LM (megatron/training/arguments.py); no reader.
 
 void write_megatron(const Resolved& s, Out& out) {
@@ -667,6 +748,8 @@ LaunchWriting write_launch(Framework framework, const Resolved& setup,
       write_torchtune(setup, model, out);
       break;
     case Framework::axolotl:
+      write_axolotl(setup, model, out);
+      break;
     case Framework::llama_factory:
     case Framework::torchtitan:
       out.cannot(fmt::format("{} launch files: no writer yet",

@@ -171,10 +171,10 @@ struct LaunchWriting {
 // The launch blocks of `framework` for `setup` (resolved) of `model`.
 // Settings of the run rather than of a launch file (the card, --vllm-version,
 // --overhead-gib, --reserve, --min-headroom, --host-ram, --price, and for
-// inference the workload's --seq and --batch) are not written. Frameworks
-// with a reader (vllm, deepspeed, hf-trainer, trl, accelerate) write files it
-// reads back; generate, megatron and torchtitan write their flags;
-// torchtune, axolotl and llama-factory report that no writer exists yet.
+// inference the workload's --seq and --batch) are not written. vllm,
+// deepspeed, hf-trainer, trl, accelerate, torchtune and axolotl write files
+// their reader reads back; generate and megatron write their arguments (no
+// reader); llama-factory and torchtitan report that no writer exists yet.
 LaunchWriting write_launch(Framework framework, const Resolved& setup,
                            const Model& model);
 
