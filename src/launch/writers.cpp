@@ -676,6 +676,97 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
   out.w.blocks.push_back({"axolotl", doc.dump(), "axolotl_config.yaml"});
 }
 
+// ---- LLaMA-Factory (hparams/model_args.py, finetuning_args.py,
+// data_args.py, training_args.py), read as llama_factory.cpp reads it.
+
+void llama_factory_limits(const Resolved& s, bool ds, Out& out) {
+  if (s.tp > 1 || s.pp > 1 || s.cp > 1 || s.sequence_parallel || s.float8 ||
+      s.optimizer_in_bwd) {
+    out.cannot(
+        "tensor, pipeline, context or sequence parallelism, float8 "
+        "or the optimizer in backward in LLaMA-Factory");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot("checkpointing other than every layer");
+  }
+  if (s.activation_offload && s.checkpointing != Checkpointing::full) {
+    out.cannot(
+        "activation offload without checkpointing (use_unsloth_gc "
+        "offloads the checkpointed inputs)");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  if (s.precision == Precision::pure && (ds || s.dtype != Dtype::bf16)) {
+    out.cannot("pure 16-bit training other than pure_bf16 without DeepSpeed");
+  }
+  if (s.precision == Precision::amp) {
+    out.cannot("amp precision");
+  }
+  if (s.fsdp &&
+      (s.offload == Offload::optimizer || s.offload == Offload::params)) {
+    out.cannot("optimizer-only or parameter-only offload under FSDP");
+  }
+}
+
+void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: the LLaMA-Factory writer plans training");
+    return;
+  }
+  const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
+  llama_factory_limits(s, ds, out);
+  Json doc = {{"model_name_or_path", model_id(model)}, {"stage", "sft"}};
+  doc["finetuning_type"] = s.mode == Mode::full ? "full" : "lora";
+  if (s.mode == Mode::qlora) {
+    doc["quantization_bit"] = 4;
+    doc["double_quantization"] = s.quant == Quant::nf4;
+  } else if (s.mode == Mode::lora && s.quant == Quant::int8) {
+    doc["quantization_bit"] = 8;
+  } else if (!own_quant(s, model)) {
+    out.cannot(fmt::format("{} weights", quant_name(s.quant)));
+  }
+  if (s.mode != Mode::full) {
+    doc["lora_rank"] = s.lora_rank;
+    std::string targets;
+    for (const auto& name : lora_modules(s.lora_targets)) {
+      if (!targets.empty()) {
+        targets.push_back(',');
+      }
+      targets.append(name.get<std::string>());
+    }
+    doc["lora_target"] = targets;
+  }
+  doc["cutoff_len"] = s.seq;
+  doc["flash_attn"] = s.attn == Attn::flash  ? "fa2"
+                      : s.attn == Attn::sdpa ? "sdpa"
+                                             : "disabled";
+  doc["disable_gradient_checkpointing"] =
+      s.checkpointing == Checkpointing::none;
+  doc["use_unsloth_gc"] = s.activation_offload;
+  doc["enable_liger_kernel"] = s.loss == Loss::chunked;
+  doc["per_device_train_batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  const bool pure = s.precision == Precision::pure && !ds;
+  doc["bf16"] = s.dtype == Dtype::bf16 && !pure;
+  doc["fp16"] = s.dtype == Dtype::fp16;
+  doc["pure_bf16"] = pure;
+  doc["optim"] = hf_optim(s.optimizer);
+  doc["torch_compile"] = s.compile;
+  if (s.fsdp) {
+    doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
+                                            : "full_shard auto_wrap";
+    doc["fsdp_config"] = {{"version", s.fsdp_version}};
+  } else if (ds) {
+    doc["deepspeed"] = k_ds_file;
+    push_ds(s, out);
+  }
+  out.w.blocks.push_back(
+      {"LLaMA-Factory", doc.dump(), "llama_factory_config.yaml"});
+  torchrun_block(s, out);
+}
+
 // ---- Megatron-LM (megatron/training/arguments.py); no reader.
 
 void write_megatron(const Resolved& s, Out& out) {
@@ -751,6 +842,8 @@ LaunchWriting write_launch(Framework framework, const Resolved& setup,
       write_axolotl(setup, model, out);
       break;
     case Framework::llama_factory:
+      write_llama_factory(setup, model, out);
+      break;
     case Framework::torchtitan:
       out.cannot(fmt::format("{} launch files: no writer yet",
                              framework_name(framework)));

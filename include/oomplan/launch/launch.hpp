@@ -172,9 +172,10 @@ struct LaunchWriting {
 // Settings of the run rather than of a launch file (the card, --vllm-version,
 // --overhead-gib, --reserve, --min-headroom, --host-ram, --price, and for
 // inference the workload's --seq and --batch) are not written. vllm,
-// deepspeed, hf-trainer, trl, accelerate, torchtune and axolotl write files
-// their reader reads back; generate and megatron write their arguments (no
-// reader); llama-factory and torchtitan report that no writer exists yet.
+// deepspeed, hf-trainer, trl, accelerate, torchtune, axolotl and
+// llama-factory write files their reader reads back; generate and megatron
+// write their arguments (no reader); torchtitan reports that no writer
+// exists yet.
 LaunchWriting write_launch(Framework framework, const Resolved& setup,
                            const Model& model);
 
