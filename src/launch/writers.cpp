@@ -306,7 +306,9 @@ void hf_limits(const Resolved& s, bool trl, Out& out) {
     out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
   }
   if (s.precision == Precision::amp) {
-    out.cannot("amp precision");
+    out.cannot(
+        "amp precision (fp32 parameters under autocast): the "
+        "file's bf16/fp16 flags read back as mixed precision");
   }
   if (s.precision == Precision::pure && s.mode != Mode::full) {
     out.cannot("pure 16-bit adapters: PEFT keeps trainable weights in fp32");
@@ -702,7 +704,9 @@ void llama_factory_limits(const Resolved& s, bool ds, Out& out) {
     out.cannot("pure 16-bit training other than pure_bf16 without DeepSpeed");
   }
   if (s.precision == Precision::amp) {
-    out.cannot("amp precision");
+    out.cannot(
+        "amp precision (fp32 parameters under autocast): the "
+        "file's bf16/fp16 flags read back as mixed precision");
   }
   if (s.fsdp &&
       (s.offload == Offload::optimizer || s.offload == Offload::params)) {
