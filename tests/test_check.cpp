@@ -843,3 +843,31 @@ TEST_CASE("plan: a vLLM-only spelling without --engine vllm says to add it",
   CHECK(fit_hf.code == 2);
   CHECK_THAT(fit_hf.err, Catch::Contains("add --engine vllm"));
 }
+
+TEST_CASE("check: a YAML merge (<<) plans as its keys written out", "[check]") {
+  // The values a merge brings are the plan's, not the defaults': 8B full
+  // fine-tuning at 16 x 8192 tokens does not fit one A100-80 (the same
+  // file without the merge would plan micro_batch_size 1, seq 2048).
+  const std::string shared =
+      "base_model: meta-llama/Llama-3.1-8B\n"
+      "bf16: true\n"
+      "datasets:\n  - path: tatsu-lab/alpaca\n    type: alpaca\n";
+  const std::string merged =
+      temp_file("merge_keys.yaml", shared +
+                                       "x-run: &run\n  sequence_len: 8192\n"
+                                       "  micro_batch_size: 16\n"
+                                       "<<: *run\n");
+  const std::string written =
+      temp_file("merge_keys_written.yaml",
+                shared + "sequence_len: 8192\nmicro_batch_size: 16\n");
+  const auto a = run_cli({"check", merged, "--gpus", "1xA100-80", "--json"});
+  const auto b = run_cli({"check", written, "--gpus", "1xA100-80", "--json"});
+  CHECK(a.code == 1);
+  CHECK(b.code == 1);
+  const auto ja = json::parse(a.out);
+  const auto jb = json::parse(b.out);
+  CHECK(ja["plans"][0]["total_bytes"] == jb["plans"][0]["total_bytes"]);
+  CHECK(a.err.find("'<<'") == std::string::npos);
+  fs::remove(merged);
+  fs::remove(written);
+}

@@ -501,6 +501,43 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
       {"--version=3", "--version takes no value, got '3'"},
       {"llama3-70b extra --gpus 1xH100",
        "unexpected argument 'extra'; see oomplan --help"},
+      // Extra words in the order given (CLI11 2.1.2 lists them last first).
+      {"llama3-70b --gpus 1xH100 a b c",
+       "unexpected arguments 'a b c'; see oomplan --help"},
+      // An unknown option is named as typed, with the nearest known name
+      // (one transposition from --seq), before CLI11 reads its value as an
+      // extra word ("'8192 --sqe'").
+      {"llama3-70b --gpus 1xH100 --sqe 8192",
+       "unknown option '--sqe' (did you mean --seq?); see oomplan plan "
+       "--help"},
+      {"llama3-70b --sqe 8192 --gpu 1xH100 --zzzzzzzz",
+       "unknown options '--sqe' (did you mean --seq?), '--gpu' (did you mean "
+       "--gpus?), '--zzzzzzzz'; see oomplan plan --help"},
+      {"check train.yaml --gpu 8xH100",
+       "unknown option '--gpu' (did you mean --gpus?); see oomplan check "
+       "--help"},
+      // An unknown option alone is not a missing MODEL.
+      {"-x", "unknown option '-x'; see oomplan plan --help"},
+      // An empty --opt= would take the next word as its value.
+      {"llama3-70b --gpus= --seq 1", "--gpus is empty; give --gpus NxNAME"},
+      {"llama3-70b --gpus 1xH100 --seq=", "--seq is empty; give --seq INT"},
+      {"llama3-70b --gpus 1xH100 --json=",
+       "--json= is empty; give --json, --json=true or --json=false"},
+      {"llama3-70b --gpus 1xH100 --svg ''", "--svg is empty; give --svg FILE"},
+      {"llama3-70b --gpus 1xH100 --catalog=",
+       "--catalog is empty; give --catalog DIR"},
+      // A command misspelt by one edit is not a MODEL; a model id two edits
+      // from a command ("gpt2", "gpus") stays a model.
+      {"chek train.yaml",
+       "unknown command 'chek'; did you mean oomplan check? (a MODEL is a "
+       "catalog name, see oomplan models, a Hugging Face id or a config.json "
+       "path)"},
+      {"gpt2 --gpus 1xH100",
+       "unknown model 'gpt2'; `oomplan models` lists the catalog, or pass a "
+       "config.json path"},
+      {"help me",
+       "oomplan help takes one command: plan, fit, models, gpus, check, "
+       "diagnose"},
       {"",
        "missing MODEL; usage: oomplan MODEL [--gpus NxNAME] [options], or "
        "oomplan --help"},

@@ -164,7 +164,8 @@ TEST_CASE("diagnose-cli: - reads standard input like the file it holds",
   CHECK(from_stdin.out == from_file.out);
   // Without a standard input (an embedding that gives none): one line.
   check_one_line_error(run_cli({"diagnose", "-"}),
-                       "standard input is not available; give the log's path");
+                       "standard input is not available; pipe the log into "
+                       "oomplan diagnose - or give the log's path");
 }
 
 TEST_CASE("diagnose-cli: a FIFO named as LOG is read as a stream",

@@ -94,7 +94,8 @@ bool have(const std::string& program) {
 
 // Writes `text` to a file in the temp folder; its path.
 std::string temp_file(const std::string& name, const std::string& text) {
-  const fs::path path = fs::temp_directory_path() / ("oomplan_docs_" + name);
+  const fs::path path =
+      fs::path(OOMPLAN_TEST_OUTPUT) / ("oomplan_docs_" + name);
   std::ofstream(path, std::ios::binary) << text;
   return path.string();
 }
@@ -289,8 +290,10 @@ TEST_CASE(
 // Completes `words` (the last one being typed) with the bash script loaded;
 // the candidates, one per line.
 std::string bash_complete(const std::string& script, const std::string& words) {
+  // One driver per script: tests that complete with different scripts run
+  // at once under ctest -j.
   const std::string driver = temp_file(
-      "complete.bash",
+      fs::path(script).filename().string() + ".complete",
       "source '" + script + "'\nCOMP_WORDS=(" + words +
           ")\nCOMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n_oomplan\nprintf '%s\\n' "
           "\"${COMPREPLY[@]}\"\n");
@@ -337,7 +340,7 @@ TEST_CASE(
   CHECK(bash_complete(script, "oomplan --ver") == "--version\n");
   // check FILE...: files after the first file too; diagnose LOG [MODEL]:
   // files, then nothing after the second positional.
-  const fs::path dir = fs::temp_directory_path() / "oomplan_docs_files";
+  const fs::path dir = fs::path(OOMPLAN_TEST_OUTPUT) / "oomplan_docs_files";
   fs::create_directories(dir);
   std::ofstream(dir / "train.yaml") << "x";
   const std::string typed = "'" + (dir / "tr").string() + "'";

@@ -347,7 +347,7 @@ TEST_CASE("schema: DESIGN's diagnosis and check documents validate",
 
 // A file under the build tree's temp folder holding `text`.
 std::string temp_file(const std::string& name, const std::string& text) {
-  const fs::path path = fs::temp_directory_path() / name;
+  const fs::path path = fs::path(OOMPLAN_TEST_OUTPUT) / name;
   std::ofstream(path, std::ios::binary) << text;
   return path.string();
 }

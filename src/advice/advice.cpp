@@ -90,10 +90,62 @@ struct Ctx {
   const Priced& priced;  // the plan as asked
   StepTime time;         // and its time
   const std::vector<Gpu>& cards;
+  const std::vector<std::optional<double>>& prices;  // per card, USD/GPU-h
+
+  // USD per GPU-hour of `card`: the user's --price on the user's card, else
+  // the catalog's on-demand price; nullopt when neither is known.
+  std::optional<double> price_of(const Gpu& card) const {
+    if (&card == &gpu && base.price) {
+      return base.price;
+    }
+    for (std::size_t i = 0; i < cards.size() && i < prices.size(); ++i) {
+      if (cards[i].name == card.name) {
+        return prices[i];
+      }
+    }
+    return std::nullopt;
+  }
 };
 
-std::string time_clause(double factor, bool training) {
-  const char* unit = training ? "per step" : "per output token";
+// Sequences per optimizer step (training): batch x grad-accum x dp.
+std::int64_t global_batch(const Resolved& s) {
+  return std::int64_t{s.batch} * s.grad_accum * std::max(1, s.dp());
+}
+
+// Seconds per token of the whole job: what a layout with another global
+// batch is compared on.
+double seconds_per_token(const StepTime& t) {
+  return t.tokens_per_step > 0 ? t.step_s / t.tokens_per_step : 0;
+}
+
+// The hardware clause of a more-gpus or other-gpus fix: the cards, and the
+// GPU-hours and dollars per token against the plan's (`per_token`: time per
+// token relative to the plan's, so a grown global batch is not counted as
+// a slower step).
+std::string hardware_clause(const Ctx& c, const Gpu& gpu, int new_gpus,
+                            double per_token) {
+  const int old_gpus = c.priced.setup.total_gpus();
+  const double gpu_hours = per_token * new_gpus / old_gpus;
+  std::string text =
+      fmt::format("{} x {} instead of {} x {}, {:.2f}x the GPU-hours per token",
+                  new_gpus, gpu.name, old_gpus, c.gpu.name, gpu_hours);
+  const auto old_price = c.price_of(c.gpu);
+  const auto new_price = c.price_of(gpu);
+  if (old_price && new_price) {
+    text += fmt::format(
+        ", ${:.2f}/h instead of ${:.2f}/h, {:.2f}x the cost per token",
+        *new_price * new_gpus, *old_price * old_gpus,
+        gpu_hours * *new_price / *old_price);
+  }
+  return text;
+}
+
+// `same_batch`: a training factor is per step of the same global batch, else
+// per token.
+std::string time_clause(double factor, bool training, bool same_batch) {
+  const char* unit = !training    ? "per output token"
+                     : same_batch ? "per step"
+                                  : "per token";
   if (std::abs(factor - 1) < 0.02) {
     return "same speed";
   }
@@ -138,11 +190,24 @@ Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
   const double before = step_seconds(c.time);
   const double after = step_seconds(time);
   fix.step_factor = before > 0 && after > 0 ? after / before : 1.0;
+  // A layout whose global batch differs is compared per token, never per
+  // step of a different batch.
+  const bool same_batch =
+      !setup.training() || global_batch(setup) == global_batch(c.priced.setup);
+  const double token_before = seconds_per_token(c.time);
+  const double token_after = seconds_per_token(time);
+  const double per_token =
+      setup.training() && token_before > 0 && token_after > 0
+          ? token_after / token_before
+          : fix.step_factor;
+  if (!same_batch) {
+    fix.step_factor = per_token;
+  }
   for (const Move& m : moves) {
     fix.risk = std::max(fix.risk, m.risk);
   }
   std::vector<std::string> cost = {
-      time_clause(fix.step_factor, setup.training())};
+      time_clause(fix.step_factor, setup.training(), same_batch)};
   if (budget.host_bytes > 0) {
     cost.push_back(
         budget.host_capacity_bytes
@@ -152,19 +217,9 @@ Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
             : fmt::format("{} host RAM per node", gib_text(budget.host_bytes)));
   }
   cost.push_back(risk_clause(moves));
-  const int old_gpus = c.priced.setup.total_gpus();
   const int new_gpus = setup.total_gpus();
   if (group == FixGroup::more_gpus || group == FixGroup::other_gpus) {
-    const double gpu_hours = fix.step_factor * new_gpus / old_gpus;
-    std::string hardware =
-        fmt::format("{} x {} instead of {} x {}, {:.2f}x the GPU-hours",
-                    new_gpus, gpu.name, old_gpus, c.gpu.name, gpu_hours);
-    if (setup.price && c.base.price) {
-      hardware +=
-          fmt::format(", ${:.2f}/h instead of ${:.2f}/h",
-                      *setup.price * new_gpus, *c.base.price * old_gpus);
-    }
-    cost.push_back(hardware);
+    cost.push_back(hardware_clause(c, gpu, new_gpus, per_token));
   }
   if (!job_change.empty()) {
     cost.push_back("changes the job: " + job_change);
@@ -332,7 +387,11 @@ void more_gpus(const Ctx& c, const std::vector<MoveSet>& same,
 
 void other_gpus(const Ctx& c, std::vector<Fix>& out) {
   const SearchScope scope{.layouts = true, .quantize = false, .offload = false};
-  Searcher searcher(c.model, c.base, scope);
+  // The --price of the user's card is not another card's (hardware_clause()
+  // prices those from the catalog); the node's host RAM still bounds offload.
+  Setup base = c.base;
+  base.price.reset();
+  Searcher searcher(c.model, base, scope);
   std::vector<Fix> options;
   for (const Gpu& card : c.cards) {
     if (&card == &c.gpu || card.name == c.gpu.name || !card.common ||
@@ -490,7 +549,8 @@ void change_job(const Ctx& c, std::vector<Fix>& out) {
 }  // namespace
 
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
-                        const std::vector<Gpu>& cards) {
+                        const std::vector<Gpu>& cards,
+                        const std::vector<std::optional<double>>& prices) {
   Pricing pricing = price(model, gpu, setup);
   if (!pricing.priced) {
     return {};
@@ -508,7 +568,8 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
               setup,
               base,
               estimate_time(model, gpu, base.setup, base.budget),
-              cards};
+              cards,
+              prices};
   std::vector<Fix> fixes;
   if (b.fits_with_margin()) {
     // Fits, but tight: the cheapest way to the comfortable headroom.
@@ -525,9 +586,11 @@ std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
   return fixes;
 }
 
-Advisor advisor(const std::vector<Gpu>& cards) {
-  return [&cards](const Model& model, const Gpu& gpu, const Setup& setup) {
-    return advise(model, gpu, setup, cards);
+Advisor advisor(const std::vector<Gpu>& cards,
+                std::vector<std::optional<double>> prices) {
+  return [&cards, prices = std::move(prices)](
+             const Model& model, const Gpu& gpu, const Setup& setup) {
+    return advise(model, gpu, setup, cards, prices);
   };
 }
 

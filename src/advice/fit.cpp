@@ -20,10 +20,11 @@ double seconds_per_token(const StepTime& t) {
 
 // Lower is better. Serving: the cost of one request of max-model-len tokens
 // the KV cache holds at once (GPUs, or dollars an hour, per concurrent
-// request); else the GPU-seconds (or dollars) per token.
-double rank_key(const FitPlan& p) {
+// request); else the GPU-seconds (or dollars) per token. `dollars`: every
+// plan has a price (else GPUs and dollars would be compared).
+double rank_key(const FitPlan& p, bool dollars) {
   const double gpus = p.setup.total_gpus();
-  const double price = p.usd_per_gpu_hour.value_or(1.0);
+  const double price = dollars ? p.usd_per_gpu_hour.value_or(1.0) : 1.0;
   if (p.setup.engine == Engine::vllm && !p.setup.training()) {
     return p.max_concurrency > 0 ? gpus * price / p.max_concurrency : 1e30;
   }
@@ -35,9 +36,9 @@ bool offloads(const FitPlan& p) {
   return p.setup.offload != Offload::none || p.setup.activation_offload;
 }
 
-// Fit's order: CPU offload last, then the least accuracy risk, then the cost
-// in 5 % buckets, then the fewest GPUs.
-bool ranks_before(const FitPlan& a, const FitPlan& b) {
+// Fit's order (docs/fit.md): CPU offload last, then the least accuracy risk,
+// then the cost per token in 5 % buckets, then the fewest GPUs.
+bool ranks_before(const FitPlan& a, const FitPlan& b, bool dollars) {
   const bool oa = offloads(a);
   const bool ob = offloads(b);
   if (oa != ob) {
@@ -46,8 +47,8 @@ bool ranks_before(const FitPlan& a, const FitPlan& b) {
   if (a.risk != b.risk) {
     return a.risk < b.risk;
   }
-  const auto bucket = [](const FitPlan& p) {
-    const double k = rank_key(p);
+  const auto bucket = [dollars](const FitPlan& p) {
+    const double k = rank_key(p, dollars);
     return k > 0 ? std::floor(std::log(k) / std::log(1.05)) : 0.0;
   };
   if (bucket(a) != bucket(b)) {
@@ -62,15 +63,19 @@ FitPlan fit_plan(const Model& model, const FitCard& card, Found found) {
   p.gpu = card.gpu;
   p.request = found.request;
   p.setup = found.setup;
-  if (card.usd_per_gpu_hour && !p.request.price) {
-    // The card's own price for its cost per token.
-    p.request.price = card.usd_per_gpu_hour;
+  if (card.usd_per_gpu_hour != p.setup.price) {
+    // The card's own price for its cost per token, never another card's;
+    // the command line keeps only the user's --price.
+    if (p.request.price != card.usd_per_gpu_hour) {
+      p.request.price.reset();
+    }
     p.setup.price = card.usd_per_gpu_hour;
     found.time = estimate_time(model, *card.gpu, p.setup, found.budget);
   }
   p.total_bytes = found.budget.total_bytes();
   p.headroom_bytes = found.budget.headroom_bytes();
   p.host_bytes = found.budget.host_bytes;
+  p.host_capacity_bytes = found.budget.host_capacity_bytes;
   p.fits = true;
   p.time = found.time;
   p.moves = found.moves;
@@ -104,24 +109,39 @@ class FitSearches {
   FitSearches(const Model& model, const Setup& base,
               const FitConstraints& constraints)
       : m_model(model),
+        m_base(base),
         m_constraints(constraints),
         m_plain(model, base,
-                {.layouts = true, .quantize = false, .offload = false}),
+                {.layouts = true,
+                 .quantize = false,
+                 .offload = false,
+                 .exact_global_batch = constraints.exact_global_batch}),
         m_quantized(model, base,
-                    {.layouts = true, .quantize = true, .offload = false},
+                    {.layouts = true,
+                     .quantize = true,
+                     .offload = false,
+                     .exact_global_batch = constraints.exact_global_batch},
                     KnobScope::quantize),
         m_offloaded(model, base,
                     {.layouts = true,
                      .quantize = !constraints.no_quant,
-                     .offload = true},
+                     .offload = true,
+                     .exact_global_batch = constraints.exact_global_batch},
                     KnobScope::offload) {}
 
   // The plain and the quantized searches on `card`; returns the counts the
   // offload search may still try there (below the fewest GPUs found).
   std::vector<int> plain_and_quantized(const FitCard& card) {
-    const std::vector<int> counts = card.count > 0
-                                        ? std::vector<int>{card.count}
-                                        : gpu_counts(m_constraints.max_gpus);
+    std::vector<int> counts = card.count > 0
+                                  ? std::vector<int>{card.count}
+                                  : gpu_counts(m_constraints.max_gpus);
+    if (m_constraints.exact_global_batch) {
+      // Only the counts some layout keeps the global batch on: among those,
+      // whether a setup fits is monotone again (fewest() bisects them).
+      std::erase_if(counts, [&](int n) {
+        return !with_global_batch(m_base, n, m_model);
+      });
+    }
     int limit = m_constraints.max_gpus + 1;
     if (auto found = m_plain.fewest(*card.gpu, counts, Objective::balanced)) {
       limit = found->setup.total_gpus();
@@ -178,6 +198,7 @@ class FitSearches {
   }
 
   const Model& m_model;
+  const Setup& m_base;
   const FitConstraints& m_constraints;
   Searcher m_plain;
   Searcher m_quantized;
@@ -220,7 +241,13 @@ FitResult fit(const Model& model, const std::vector<FitCard>& cards,
   result.max_gpus = constraints.max_gpus;
   result.evaluated = searches.priced();
   result.front = static_cast<std::int64_t>(plans.size());
-  std::stable_sort(plans.begin(), plans.end(), ranks_before);
+  const bool dollars =
+      std::all_of(plans.begin(), plans.end(),
+                  [](const FitPlan& p) { return p.usd_per_gpu_hour; });
+  std::stable_sort(plans.begin(), plans.end(),
+                   [dollars](const FitPlan& a, const FitPlan& b) {
+                     return ranks_before(a, b, dollars);
+                   });
   const auto top = static_cast<std::size_t>(std::max(constraints.top, 0));
   if (plans.size() > top) {
     plans.resize(top);

@@ -30,8 +30,6 @@ constexpr std::array k_gpu_utils = {0.95, 0.92, 0.9, 0.85, 0.8,
 // so a percent or two remains (PyTorch CUDACachingAllocator
 // expandable_segments notes).
 constexpr double k_expandable_reserve = 0.02;
-constexpr std::array k_tp_sizes = {1, 2, 4, 8};
-constexpr std::array k_pp_sizes = {1, 2, 4, 8, 16};
 // Training layouts beyond data parallelism need a Megatron-style stack.
 constexpr double k_layout_effort = 0.25;
 

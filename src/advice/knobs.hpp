@@ -7,6 +7,7 @@
 #include "oomplan/model/gpu.hpp"
 #include "oomplan/setup/setup.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,6 +15,11 @@
 #include <vector>
 
 namespace oomplan {
+
+// The tensor- and pipeline-parallel sizes the layouts knob tries (tp inside
+// a node of k_gpus_per_node).
+inline constexpr std::array k_tp_sizes = {1, 2, 4, 8};
+inline constexpr std::array k_pp_sizes = {1, 2, 4, 8, 16};
 
 // What the walk knows of a knob beyond its levels: the layouts are not
 // nested (ranked by time, one per seed); a side knob's frugal level never

@@ -123,6 +123,36 @@ Setup with_gpu_count(const Setup& base, int count, const Model& model) {
   return s;
 }
 
+std::optional<Setup> with_global_batch(const Setup& base, int count,
+                                       const Model& model) {
+  Setup s = with_gpu_count(base, count, model);
+  if (!s.training()) {
+    return s;
+  }
+  const Resolved before = resolve(model, Gpu{}, base);
+  const std::int64_t global =
+      std::int64_t{before.grad_accum} * std::max(1, before.dp());
+  const Resolved after = resolve(model, Gpu{}, s);
+  if (global % std::max(1, after.dp()) == 0) {
+    return s;
+  }
+  for (const int pp : k_pp_sizes) {
+    for (const int tp : k_tp_sizes) {
+      if (tp < after.tp || tp > s.gpus || count % (tp * pp) != 0) {
+        continue;
+      }
+      const int dp = count / (tp * pp);
+      if (global % dp == 0 && global / dp <= k_max_grad_accum) {
+        s.tp = tp;
+        s.pp = pp;
+        s.grad_accum = static_cast<int>(global / dp);
+        return s;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // A point of the search's lattice: one level per knob (a search has at most
@@ -481,11 +511,20 @@ Searcher::Space& Searcher::space(const Gpu& gpu, int count,
   s.count = count;
   s.need = need;
   s.required = m_required;
-  s.start = with_gpu_count(m_base, count, m_model);
+  const auto exact = m_scope.exact_global_batch
+                         ? with_global_batch(m_base, count, m_model)
+                         : std::nullopt;
+  s.start = exact ? *exact : with_gpu_count(m_base, count, m_model);
   const Resolved r = resolve(m_model, gpu, s.start);
   s.knobs = knobs_for(gpu, s.start, r, m_scope);
   if (s.start.training()) {
-    s.global_batch = std::int64_t{r.batch} * r.grad_accum * std::max(1, r.dp());
+    // With the exact global batch, a count that cannot keep the base's
+    // keeps nothing: every setup of its space is ruled out.
+    const Resolved& kept = m_scope.exact_global_batch && !exact
+                               ? resolve(m_model, gpu, m_base)
+                               : r;
+    s.global_batch =
+        std::int64_t{kept.batch} * kept.grad_accum * std::max(1, kept.dp());
   }
   if (s.knobs.size() > k_max_knobs) {
     s.knobs.resize(k_max_knobs);
@@ -833,26 +872,46 @@ std::optional<Found> Searcher::fewest(const Gpu& gpu,
   if (counts.empty()) {
     return std::nullopt;
   }
-  // More GPUs never need more memory per GPU for the same job, so whether
-  // any setup fits is monotone in the count: bisect for the first count
-  // where one may, then search from there.
+  // Whether some setup fits is monotone along a chain of counts, bisected
+  // for the first where one may; then the counts between it and the link
+  // below are bisected too: the fewest GPUs, any number of nodes. Training:
+  // every count is a link, more GPUs shard ZeRO's states and FSDP's
+  // parameters wider. Inference: a count that divides a larger one can lay
+  // out any of its setups there, so the links are the powers of two (and
+  // the largest count); a count between two of them holds only the layouts
+  // of a power of two below (40 GPUs: tp 8 x dp 5 but no tp 8 x pp 2, which
+  // 16 and 32 hold), plus replicas or layer splits.
   auto possible = [&](std::size_t i) {
     return space(gpu, counts[i], std::nullopt).possible();
   };
-  std::size_t lo = 0;
-  std::size_t hi = counts.size() - 1;
-  if (!possible(hi)) {
-    return std::nullopt;
-  }
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (possible(mid)) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
+  std::vector<std::size_t> chain;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (m_base.training() || (counts[i] & (counts[i] - 1)) == 0 ||
+        i + 1 == counts.size()) {
+      chain.push_back(i);
     }
   }
-  for (std::size_t i = lo; i < counts.size(); ++i) {
+  if (!possible(chain.back())) {
+    return std::nullopt;
+  }
+  // The first index in [lo, hi] where possible() holds, given it holds at hi.
+  auto first_possible = [&](std::size_t lo, std::size_t hi, auto index) {
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (possible(index(mid))) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  };
+  const std::size_t link = first_possible(
+      0, chain.size() - 1, [&](std::size_t k) { return chain[k]; });
+  const std::size_t first =
+      first_possible(link == 0 ? 0 : chain[link - 1] + 1, chain[link],
+                     [](std::size_t i) { return i; });
+  for (std::size_t i = first; i < counts.size(); ++i) {
     if (auto found = best(gpu, counts[i], objective)) {
       return found;
     }

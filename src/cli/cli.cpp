@@ -4,16 +4,24 @@
 #include "cli/io.hpp"
 
 #include "oomplan/util/error.hpp"
+#include "oomplan/util/text.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -31,18 +39,6 @@ std::string parse_error_text(const CLI::ParseError& e) {
   if (what == "FILE is required") {
     return "missing FILE; give the launch configs to check, e.g. oomplan "
            "check train.yaml --gpus 8xH100";
-  }
-  constexpr std::string_view k_extras =
-      "The following argument was not expected: ";
-  constexpr std::string_view k_extras_plural =
-      "The following arguments were not expected: ";
-  if (what.rfind(k_extras, 0) == 0) {
-    return fmt::format("unexpected argument '{}'; see oomplan --help",
-                       what.substr(k_extras.size()));
-  }
-  if (what.rfind(k_extras_plural, 0) == 0) {
-    return fmt::format("unexpected arguments '{}'; see oomplan --help",
-                       what.substr(k_extras_plural.size()));
   }
   return what;
 }
@@ -73,6 +69,47 @@ Commands build(CLI::App& app, std::optional<std::string> only) {
   return commands;
 }
 
+// `oomplan help [COMMAND]` as `oomplan [COMMAND] --help`.
+std::vector<std::string> help_words(CLI::App& names,
+                                    const std::vector<std::string>& args) {
+  if (args.size() == 1) {
+    return {"--help"};
+  }
+  if (args.size() == 2 && is_subcommand(names, args[1])) {
+    return {args[1], "--help"};
+  }
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : names.get_subcommands({})) {
+    commands.push_back(sub->get_name());
+  }
+  throw Error(fmt::format("oomplan help takes one command: {}",
+                          fmt::join(commands, ", ")));
+}
+
+// A first word that is a near miss of a command and names no model or file
+// ("chek train.yaml") is the command misspelt, not a MODEL. With --catalog
+// any word may be a model, so nothing is judged.
+void reject_command_typo(const CLI::App& names,
+                         const std::vector<std::string>& args) {
+  const auto typo = command_typo(names, args.front());
+  if (!typo || std::find(args.begin(), args.end(), "--catalog") != args.end()) {
+    return;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(args.front(), ec)) {
+    return;
+  }
+  try {
+    find_model(builtin_catalog(), args.front());
+    return;
+  } catch (const Error&) {
+  }
+  throw Error(fmt::format(
+      "unknown command '{}'; did you mean oomplan {}? (a MODEL is a catalog "
+      "name, see oomplan models, a Hugging Face id or a config.json path)",
+      escape_for_message(args.front()), *typo));
+}
+
 constexpr const char* k_description =
     "oomplan: predicts whether an LLM fits in GPU memory and what to change "
     "if not.\n"
@@ -99,26 +136,40 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
         "missing MODEL; usage: oomplan MODEL [--gpus NxNAME] [options], or "
         "oomplan --help");
   }
+  CLI::App names{k_description, "oomplan"};
+  build(names, "");  // the names alone tell a subcommand from a MODEL
+  if (args.front() == "help") {
+    args = help_words(names, args);
+  }
   const std::string& first = args.front();
   const bool global_flag =
       first == "-h" || first == "--help" || first == "--version";
-  {
-    // The names alone tell a subcommand from a MODEL.
-    CLI::App names{k_description, "oomplan"};
-    build(names, "");
-    if (!global_flag && !is_subcommand(names, first)) {
-      args.insert(args.begin(), "plan");
-    }
+  if (!global_flag && !is_subcommand(names, first)) {
+    reject_command_typo(names, args);
+    args.insert(args.begin(), "plan");
   }
   CLI::App app{k_description, "oomplan"};
   const Commands commands =
       build(app, global_flag ? std::string() : args.front());
   args = vllm_spellings(app, std::move(args));
+  if (!global_flag) {
+    check_words(*app.get_subcommand(args.front()), args, 1);
+  }
 
   try {
     // CLI11 2.1.2 consumes the vector from the back.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11's message lists them last first; remaining() keeps their order.
+    const std::vector<std::string> extras = app.remaining(true);
+    std::vector<std::string> shown;
+    for (const std::string& word : extras) {
+      shown.push_back(escape_for_message(word));
+    }
+    throw Error(fmt::format("unexpected argument{} '{}'; see oomplan --help",
+                            extras.size() > 1 ? "s" : "",
+                            fmt::join(shown, " ")));
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
       std::ostringstream help;
@@ -141,19 +192,88 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
   throw Error("missing command; see oomplan --help");
 }
 
+// errno's text, or a stand-in when the library left errno unset.
+std::string reason(int error) {
+  return error != 0 ? std::string(std::strerror(error))
+                    : std::string("the write failed");
+}
+
+// Writes all of `text` to `fd`; false (errno set) on the first failure.
+bool write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Appends to the step summary: the file is shared with the workflow's other
+// steps, so it is never replaced.
+void append_file(const Runtime::FileOut& file) {
+  const std::string name = escape_for_message(file.path.string());
+  const int fd = ::open(file.path.c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw Error(fmt::format("cannot append to '{}': {}", name, reason(errno)));
+  }
+  const bool written = write_all(fd, file.text);
+  const int error = errno;
+  if (::close(fd) != 0 || !written) {
+    throw Error(fmt::format("cannot append to '{}': {}", name,
+                            reason(written ? errno : error)));
+  }
+}
+
+// Writes a new file whole or not at all: a temporary file beside it, renamed
+// over it once written (rename(2) is atomic within a folder), so a failed
+// write keeps the old file and never leaves half an SVG.
+void replace_file(const Runtime::FileOut& file) {
+  const std::filesystem::path folder = file.path.has_parent_path()
+                                           ? file.path.parent_path()
+                                           : std::filesystem::path(".");
+  std::string temp =
+      (folder / ("." + file.path.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) {
+    throw Error(fmt::format("cannot write '{}': {}",
+                            escape_for_message(file.path.string()),
+                            reason(errno)));
+  }
+  // mkstemp makes 0600; a plain write would give 0666 less the umask.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  bool ok = ::fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, file.text);
+  int error = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (ok && ::rename(temp.c_str(), file.path.c_str()) != 0) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok) {
+    ::unlink(temp.c_str());
+    throw Error(fmt::format("cannot write '{}': {}",
+                            escape_for_message(file.path.string()),
+                            reason(error)));
+  }
+}
+
 // Writes what a command left for after its success (--svg, --summary).
 void write_files(const Runtime& rt) {
   for (const Runtime::FileOut& file : rt.files) {
-    std::ofstream stream(file.path, file.append
-                                        ? std::ios::binary | std::ios::app
-                                        : std::ios::binary | std::ios::trunc);
-    stream << file.text;
-    stream.close();
-    if (!stream) {
-      throw Error(
-          fmt::format("cannot write '{}'; check the folder exists "
-                      "and is writable",
-                      file.path.string()));
+    errno = 0;
+    if (file.append) {
+      append_file(file);
+    } else {
+      replace_file(file);
     }
   }
 }
@@ -174,6 +294,30 @@ std::vector<std::string> type_choices(const std::string& type_name) {
                                            : rest.substr(comma + 1);
   }
   return choices;
+}
+
+// Every word of the command line a message echoes, cut at k_max_echo_bytes
+// like every other echo (escape_for_message): one rule at the edge, so that
+// no message (ours, CLI11's, a library's) prints a 100,000-byte argument.
+std::string cut_echoes(std::string message,
+                       const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    const std::string_view word(arg);
+    const auto eq = word.find('=');
+    for (const std::string_view part :
+         {word, eq == std::string_view::npos ? std::string_view{}
+                                             : word.substr(eq + 1)}) {
+      if (part.size() <= k_max_echo_bytes) {
+        continue;
+      }
+      const std::string cut = escape_for_message(part);
+      for (auto at = message.find(part); at != std::string::npos;
+           at = message.find(part, at + cut.size())) {
+        message.replace(at, part.size(), cut);
+      }
+    }
+  }
+  return message;
 }
 
 }  // namespace
@@ -223,18 +367,28 @@ int run(const std::vector<std::string>& args, std::ostream& out,
     const int code = dispatch(args, rt, out);
     write_files(rt);
     for (const std::string& warning : rt.warnings) {
-      err << "oomplan: warning: " << one_line(warning) << '\n';
+      err << "oomplan: warning: " << one_line(cut_echoes(warning, args))
+          << '\n';
     }
+    errno = 0;
     out << rt.out;
     out.flush();
+    if (!out) {
+      // A full disk, a closed descriptor: the report is lost, so the run is
+      // not a success whatever the verdict.
+      err << "oomplan: error: cannot write the report to standard output: "
+          << reason(errno) << '\n';
+      return k_exit_bad_input;
+    }
     return code;
   } catch (const Error& e) {
-    err << "oomplan: error: " << one_line(e.what()) << '\n';
+    err << "oomplan: error: " << one_line(cut_echoes(e.what(), args)) << '\n';
     return k_exit_bad_input;
   } catch (const std::exception& e) {
     // Every parser turns its library's exceptions into Error, so this is a
     // bug in oomplan (DESIGN §2: exit 3, which no input may reach).
-    err << "oomplan: internal error: " << one_line(e.what()) << '\n';
+    err << "oomplan: internal error: " << one_line(cut_echoes(e.what(), args))
+        << '\n';
   } catch (...) {
     err << "oomplan: internal error: unknown exception\n";
   }

@@ -36,6 +36,9 @@ struct Environment {
   std::optional<std::string> term;          // TERM ("dumb": no colour)
   std::optional<std::string> step_summary;  // GITHUB_STEP_SUMMARY (check)
   std::istream* in = nullptr;               // standard input (diagnose -)
+  // Why `in` cannot be read ("standard input is closed"), found before
+  // reading: a closed or unreadable stream reads as an empty one.
+  std::optional<std::string> in_problem;
 };
 
 // Runs oomplan with `args` (without the program name), writing to `out` and

@@ -13,10 +13,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -103,6 +105,17 @@ void add_diagnose_command(CLI::App& root, Commands& commands);
 std::vector<std::string> vllm_spellings(CLI::App& root,
                                         std::vector<std::string> args);
 
+// Judges the option words of `args` from `first` on against `command`'s
+// options before CLI11 reads them: an unknown option is an Error naming each,
+// in the order given, with the nearest known name; `--opt=` or `--opt ""`
+// with nothing in it is an Error naming the option (CLI11 would take the
+// next word as its value, or an empty file name).
+void check_words(const CLI::App& command, const std::vector<std::string>& args,
+                 std::size_t first);
+// The subcommand (or "help") `word` is a near miss of, if any.
+std::optional<std::string> command_typo(const CLI::App& root,
+                                        std::string_view word);
+
 // --- Options.
 
 // A flag that is on or off: its value, if given, is judged by parse_flag
@@ -172,5 +185,14 @@ void load_model(const Catalog& catalog, const std::string& arg,
 
 // --gpus NxNAME or an instance: the card and its count (Error otherwise).
 GpuSpec counted_gpus(const Catalog& catalog, const std::string& text);
+
+// An instance's host RAM and on-demand price per GPU-hour
+// (models/instances.json cites each figure) fill `setup`'s --host-ram and
+// --price when the user states neither; NxNAME states none.
+void apply_instance(const GpuSpec& spec, Setup& setup);
+
+// The catalog's cheapest on-demand price of one GPU-hour of each of
+// `catalog.gpus`, in order (nullopt where no instance lists one).
+std::vector<std::optional<double>> card_prices(const Catalog& catalog);
 
 }  // namespace oomplan::cli

@@ -43,6 +43,7 @@ struct CheckCliOptions {
 struct CardSpec {
   const Gpu* gpu = nullptr;
   std::optional<int> count;
+  GpuSpec spec;  // as parsed: an instance's host RAM and price
 };
 
 CardSpec parse_card(const Catalog& catalog, const std::string& text,
@@ -59,7 +60,8 @@ CardSpec parse_card(const Catalog& catalog, const std::string& text,
        std::isdigit(static_cast<unsigned char>(text.front())) != 0) ||
       std::any_of(catalog.instances.begin(), catalog.instances.end(),
                   [&](const Instance& i) { return i.name == text; });
-  return {spec.gpu, counted ? std::optional<int>(spec.count) : std::nullopt};
+  return {spec.gpu, counted ? std::optional<int>(spec.count) : std::nullopt,
+          spec};
 }
 
 // Serves the files a launch config names (`deepspeed: ds_z3.json`): the path
@@ -173,6 +175,23 @@ const Gpu* plan_card(const Catalog& catalog, const std::optional<CardSpec>& cli,
       target.notes.push_back(
           fmt::format("--gpus {} (command line) wins over the file's {} ({})",
                       cli_text, key, stated->value));
+    }
+  }
+  if (const auto& card = cli ? cli : file_card; card && card->spec.instance) {
+    // An instance's host RAM and price, unless the file states them (an
+    // explicit option still wins over both).
+    Setup node;
+    apply_instance(card->spec, node);
+    for (const auto& [flag, value] :
+         {std::pair{"--host-ram", node.host_ram_gib},
+          std::pair{"--price", node.price}}) {
+      const bool given = std::any_of(
+          launch.options.begin(), launch.options.end(),
+          [flag = flag](const LaunchOption& o) { return o.flag == flag; });
+      if (value && !given) {
+        launch.options.push_back(
+            {flag, fmt::format("{}", *value), card->spec.instance->name});
+      }
     }
   }
   if (cli) {

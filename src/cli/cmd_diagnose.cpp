@@ -76,8 +76,11 @@ Diagnosis scan(std::istream& in, const std::string& name) {
 // The diagnosis of LOG: a path, or `-` for standard input.
 Diagnosis read_log(const std::string& log, const Environment& env) {
   if (log == "-") {
-    if (env.in == nullptr) {
-      throw Error("standard input is not available; give the log's path");
+    if (env.in == nullptr || env.in_problem) {
+      throw Error(fmt::format(
+          "{}; pipe the log into oomplan diagnose - or "
+          "give the log's path",
+          env.in_problem.value_or("standard input is not available")));
     }
     return scan(*env.in, "standard input");
   }
@@ -146,8 +149,9 @@ int run_diagnose(const DiagnoseOptions& o, const CLI::App& app, Runtime& rt) {
     const GpuSpec spec = counted_gpus(*catalog, o.gpus);
     Setup setup = read_setup(o.setup);
     setup.gpus = spec.count;
+    apply_instance(spec, setup);
     plan = make_plan(*loaded.model, *spec.gpu, setup, o.model,
-                     advisor(catalog->gpus));
+                     advisor(catalog->gpus, card_prices(*catalog)));
   } else if (!o.output.catalog_dir.empty()) {
     load_catalog(o.output.catalog_dir, rt);  // checked, though unused
   }

@@ -95,8 +95,9 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   }
   const GpuSpec spec = counted_gpus(catalog, options.gpus);
   setup.gpus = spec.count;
-  const Plan plan =
-      make_plan(model, *spec.gpu, setup, options.model, advisor(catalog.gpus));
+  apply_instance(spec, setup);
+  const Plan plan = make_plan(model, *spec.gpu, setup, options.model,
+                              advisor(catalog.gpus, card_prices(catalog)));
   render_into(
       rt, options.output, format,
       [&] { return render_text(plan, {.color = color}); },
@@ -182,13 +183,28 @@ int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
     base.gpus = 1;
     base.nodes = 1;
     base.grad_accum = static_cast<int>(global / base.batch);
+    constraints.exact_global_batch = true;
   }
 
   const Catalog catalog = load_catalog(options.output.catalog_dir, rt);
   LoadedModel loaded;
   load_model(catalog, options.model, loaded);
   const Model& model = *loaded.model;
-  const std::vector<FitCard> cards = fit_cards(catalog, options);
+  std::vector<FitCard> cards = fit_cards(catalog, options);
+  if (!options.gpus.empty() && options.gpus.find(',') == std::string::npos) {
+    // One instance named: its host RAM and price are the node's.
+    apply_instance(parse_gpu_spec(catalog, options.gpus), base);
+  }
+  // --price is the user's card's: it applies when --gpus names one card
+  // type; every other card costs the catalog's on-demand price, or none.
+  const bool one_type =
+      std::all_of(cards.begin(), cards.end(),
+                  [&](const FitCard& c) { return c.gpu == cards.front().gpu; });
+  for (FitCard& card : cards) {
+    card.usd_per_gpu_hour = base.price && one_type && !options.gpus.empty()
+                                ? base.price
+                                : gpu_hour_price(catalog, *card.gpu);
+  }
   if (const auto problem = check(model, *cards.front().gpu, base)) {
     throw Error(*problem);
   }
@@ -407,7 +423,9 @@ void add_plan_commands(CLI::App& root, Commands& commands) {
     add_plan(*plan, commands);
   }
   if (CLI::App* fit_app = commands.add(
-          root, "fit", "search the setups that fit, cheapest first")) {
+          root, "fit",
+          "search the setups that fit: no offload, least accuracy risk, then "
+          "cheapest per token first")) {
     add_fit(*fit_app, commands);
   }
   add_list_command(

@@ -2,6 +2,7 @@
 #include "cli/io.hpp"
 
 #include "oomplan/util/error.hpp"
+#include "oomplan/util/units.hpp"
 
 #include <fmt/format.h>
 
@@ -204,6 +205,28 @@ GpuSpec counted_gpus(const Catalog& catalog, const std::string& text) {
         text));
   }
   return spec;
+}
+
+void apply_instance(const GpuSpec& spec, Setup& setup) {
+  if (spec.instance == nullptr) {
+    return;
+  }
+  if (!setup.host_ram_gib && spec.host_ram_bytes > 0) {
+    setup.host_ram_gib =
+        static_cast<double>(spec.host_ram_bytes) / static_cast<double>(k_gib);
+  }
+  if (!setup.price && spec.price_usd_per_hour > 0 && spec.count > 0) {
+    setup.price = spec.price_usd_per_hour / spec.count;
+  }
+}
+
+std::vector<std::optional<double>> card_prices(const Catalog& catalog) {
+  std::vector<std::optional<double>> prices;
+  prices.reserve(catalog.gpus.size());
+  for (const Gpu& gpu : catalog.gpus) {
+    prices.push_back(gpu_hour_price(catalog, gpu));
+  }
+  return prices;
 }
 
 void load_model(const Catalog& catalog, const std::string& arg,

@@ -1,9 +1,12 @@
 #include "cli/cli.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -12,6 +15,20 @@ namespace {
 std::optional<std::string> variable(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+}
+
+// Why standard input cannot be read as a log, or nullopt: closed (`<&-`)
+// or a folder (`< /`) read as an empty stream through std::cin.
+std::optional<std::string> stdin_problem() {
+  struct stat st {};
+  if (fstat(STDIN_FILENO, &st) != 0) {
+    return std::string("standard input is closed (") + std::strerror(errno) +
+           ")";
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return std::string("standard input is a folder");
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -24,5 +41,6 @@ int main(int argc, char** argv) {
   env.term = variable("TERM");
   env.step_summary = variable("GITHUB_STEP_SUMMARY");
   env.in = &std::cin;
+  env.in_problem = stdin_problem();
   return oomplan::cli::run(args, std::cout, std::cerr, env);
 }

@@ -139,7 +139,6 @@ using Row = KeyRow<HfTrainer>;
 constexpr std::string_view k_args = "transformers training_args.py";
 constexpr std::string_view k_model_config = "trl/trainer/model_config.py";
 constexpr std::string_view k_sft = "trl/trainer/sft_config.py";
-constexpr std::string_view k_base = "trl/trainer/base_config.py";
 constexpr std::string_view k_run_clm =
     "transformers examples/pytorch/language-modeling/run_clm.py";
 

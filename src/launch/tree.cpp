@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <vector>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -200,26 +201,65 @@ class YamlConverter {
         }
         return out;
       }
-      case YAML::NodeType::Map: {
-        Json out = Json::object();
-        for (const auto& item : node) {
-          const YAML::Node& key = item.first;
-          if (!key.IsScalar()) {
-            throw Error(fmt::format(
-                "{}: line {}: a mapping key is not a plain name; use "
-                "`name: value`",
-                m_origin, key.Mark().line + 1));
-          }
-          count_text(key.Scalar().size());
-          out[key.Scalar()] = convert(item.second, depth + 1);
-        }
-        return out;
-      }
+      case YAML::NodeType::Map:
+        return mapping(node, depth);
     }
     return nullptr;
   }
 
  private:
+  // PyYAML's SafeConstructor (yaml/constructor.py construct_mapping after
+  // flatten_mapping): the keys a `<<` merge brings come first, the
+  // mapping's own keys after them and win; a repeated key keeps its last
+  // value. Only a plain `<<` merges (a quoted '<<' is a key, as in PyYAML's
+  // resolver).
+  Json mapping(const YAML::Node& node, int depth) {
+    Json merged = Json::object();
+    Json own = Json::object();
+    for (const auto& item : node) {
+      const YAML::Node& key = item.first;
+      if (!key.IsScalar()) {
+        throw Error(
+            fmt::format("{}: line {}: a mapping key is not a plain name; use "
+                        "`name: value`",
+                        m_origin, key.Mark().line + 1));
+      }
+      if (key.Scalar() == "<<" &&
+          (key.Tag() == "?" || key.Tag() == "tag:yaml.org,2002:merge")) {
+        merge(merged, item.second, depth);
+        continue;
+      }
+      count_text(key.Scalar().size());
+      own[key.Scalar()] = convert(item.second, depth + 1);
+    }
+    merged.update(own);  // overwrites the merged keys the mapping repeats
+    return merged;
+  }
+
+  // flatten_mapping: `<<: *a` merges one mapping; `<<: [*a, *b]` several,
+  // the first of them winning a key they share.
+  void merge(Json& into, const YAML::Node& value, int depth) {
+    std::vector<YAML::Node> sources;
+    if (value.IsMap()) {
+      sources.push_back(value);
+    } else if (value.IsSequence()) {
+      for (std::size_t i = value.size(); i-- > 0;) {
+        sources.push_back(value[i]);
+      }
+    }
+    if (sources.empty() ||
+        std::any_of(sources.begin(), sources.end(),
+                    [](const YAML::Node& n) { return !n.IsMap(); })) {
+      throw Error(fmt::format(
+          "{}: line {}: `<<` merges a mapping or a list of mappings, as "
+          "PyYAML does; give `<<: *anchor` or `<<: [*a, *b]`",
+          m_origin, value.Mark().line + 1));
+    }
+    for (const YAML::Node& source : sources) {
+      into.update(convert(source, depth + 1));
+    }
+  }
+
   // Aliases copy their text at every use: bound the text built, too.
   void count_text(std::size_t n) {
     m_text += n;

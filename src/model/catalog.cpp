@@ -1200,8 +1200,15 @@ std::optional<double> gpu_hour_price(const Catalog& catalog, const Gpu& gpu) {
     if (instance.price_usd_per_hour <= 0 || instance.count < 1) {
       continue;
     }
-    const Gpu* carried = find_named(catalog.gpus, instance.gpu);
-    if (carried == nullptr || !iequals(carried->name, gpu.name)) {
+    // The GPU by name, else by alias as find_named() resolves it (the
+    // catalog is searched only for an alias: `fit` asks for every card).
+    const bool alias = std::any_of(
+        gpu.aliases.begin(), gpu.aliases.end(),
+        [&](const std::string& a) { return iequals(a, instance.gpu); });
+    const Gpu* carried =
+        alias ? find_named(catalog.gpus, instance.gpu) : nullptr;
+    if (!iequals(instance.gpu, gpu.name) &&
+        (carried == nullptr || !iequals(carried->name, gpu.name))) {
       continue;
     }
     const double per_gpu = instance.price_usd_per_hour / instance.count;
@@ -1213,14 +1220,14 @@ std::optional<double> gpu_hour_price(const Catalog& catalog, const Gpu& gpu) {
 }
 
 std::optional<std::string> suggest(std::string_view word,
-                                   const std::vector<std::string>& candidates) {
-  // ninja's SpellcheckStringV: the closest candidate within 3 edits; ties go
-  // to the first candidate (the catalog lists the most used card first).
-  constexpr std::size_t k_max_distance = 3;
+                                   const std::vector<std::string>& candidates,
+                                   std::size_t max_edits) {
+  // ninja's SpellcheckStringV: the closest candidate within a few edits; ties
+  // go to the first candidate (the catalog lists the most used card first).
   std::optional<std::string> best;
-  std::size_t best_distance = k_max_distance + 1;
+  std::size_t best_distance = max_edits + 1;
   for (const auto& candidate : candidates) {
-    const std::size_t limit = std::min(best_distance - 1, k_max_distance);
+    const std::size_t limit = std::min(best_distance - 1, max_edits);
     const std::size_t distance = edit_distance_within(word, candidate, limit);
     if (distance <= limit && distance < best_distance &&
         distance < candidate.size()) {

@@ -956,8 +956,8 @@ std::string markdown_option_table(const CommandDoc& command,
                                     : markdown_code(o.value_name));
     const std::string default_text =
         o.default_text.empty() ? std::string() : markdown_code(o.default_text);
-    out += "| " + markdown_code(o.flag) + " | " + value + " | " + default_text +
-           " | " + markdown_cell(o.help) + " |\n";
+    out += fmt::format("| {} | {} | {} | {} |\n", markdown_code(o.flag), value,
+                       default_text, markdown_cell(o.help));
   }
   return out;
 }

@@ -132,7 +132,11 @@ std::string render_fit_text(const FitResult& result, const Model& model,
     std::vector<std::string> notes;
     if (p.host_bytes > 0) {
       notes.push_back(
-          fmt::format("{} host RAM per node", format_gib(p.host_bytes)));
+          p.host_capacity_bytes
+              ? fmt::format("{} host RAM per node (of {})",
+                            format_gib(p.host_bytes),
+                            format_gib(*p.host_capacity_bytes))
+              : fmt::format("{} host RAM per node", format_gib(p.host_bytes)));
     }
     if (p.max_concurrency > 0) {
       notes.push_back(fmt::format("{} KV tokens, {:.1f} requests of {} at once",
@@ -183,6 +187,8 @@ std::string render_fit_json(const FitResult& result, const Model& model,
         {"total_bytes", p.total_bytes},
         {"headroom_bytes", p.headroom_bytes},
         {"host_bytes", p.host_bytes},
+        {"host_capacity_bytes",
+         p.host_capacity_bytes ? Json(*p.host_capacity_bytes) : Json(nullptr)},
         {"fits", p.fits},
         {"risk", risk_name(p.risk)},
         {"kv_tokens", p.kv_tokens},

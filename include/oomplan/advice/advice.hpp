@@ -30,11 +30,16 @@ namespace oomplan {
 // The ranked fixes for `setup` (as asked; valid) on `gpu`, in group order.
 // `cards` are the catalog's GPUs the other-gpus group may propose (the
 // common ones of the same vendor). A vLLM plan that starts gets none.
-// Deterministic.
+// Deterministic. `prices`: the on-demand USD per GPU-hour of each of `cards`
+// (same order, nullopt where unknown; empty: none known). The user's --price
+// is the price of the user's card only: another card's cost uses its own
+// price from `prices`, or shows none.
 std::vector<Fix> advise(const Model& model, const Gpu& gpu, const Setup& setup,
-                        const std::vector<Gpu>& cards);
+                        const std::vector<Gpu>& cards,
+                        const std::vector<std::optional<double>>& prices = {});
 
 // The advisor every command passes to make_plan(): advise() over `cards`.
-Advisor advisor(const std::vector<Gpu>& cards);
+Advisor advisor(const std::vector<Gpu>& cards,
+                std::vector<std::optional<double>> prices = {});
 
 }  // namespace oomplan

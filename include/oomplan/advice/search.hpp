@@ -46,6 +46,11 @@ struct SearchScope {
   bool layouts = true;   // other tp / pp (and --split layers) on the GPUs
   bool quantize = true;  // weight and KV formats, 8-bit states, pure 16-bit
   bool offload = true;   // CPU offload of states, weights or activations
+  // Training: every count keeps the base's global batch exactly (batch x
+  // grad-accum x dp), or is not tried (fit --global-batch). Otherwise a count
+  // whose data parallelism does not divide it grows it, and its fix is
+  // compared per token.
+  bool exact_global_batch = false;
 };
 
 // The order of preference among setups that fit.
@@ -139,6 +144,13 @@ class Searcher {
 // global batch stays when it divides).
 Setup with_gpu_count(const Setup& base, int count, const Model& model);
 
+// Training: `base` on `count` GPUs with its global batch kept exactly: the
+// data parallelism of the layout with the fewest pipeline stages (then
+// tensor-parallel ranks) of the search's layouts whose dp divides it;
+// nullopt when none does.
+std::optional<Setup> with_global_batch(const Setup& base, int count,
+                                       const Model& model);
+
 // --- `oomplan fit`.
 
 // The headroom a plan must keep is the setup's own --min-headroom margin.
@@ -147,6 +159,7 @@ struct FitConstraints {
   bool no_offload = false;           // --no-offload
   bool no_quant = false;  // --no-quant: no format or state quantization
   int top = 10;           // --top: plans returned
+  bool exact_global_batch = false;  // --global-batch: every plan keeps it
 };
 
 // One card to fit on: all counts up to the bound, or one fixed count (the
@@ -164,6 +177,7 @@ struct FitPlan {
   Bytes total_bytes = 0;
   Bytes headroom_bytes = 0;
   Bytes host_bytes = 0;
+  std::optional<Bytes> host_capacity_bytes;  // the node's, when known
   bool fits = false;
   StepTime time;
   std::vector<Move> moves;  // from the user's setup

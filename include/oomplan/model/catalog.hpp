@@ -90,12 +90,13 @@ GpuSpec parse_gpu_spec(const Catalog& catalog, std::string_view spec);
 std::optional<double> gpu_hour_price(const Catalog& catalog, const Gpu& gpu);
 
 // The closest of `candidates` to `word` by edit distance (case-insensitive,
-// at most 3 edits, fewer than the candidate's length), or nullopt when none is
-// close. Linear in the total length: a distance is computed only for a
-// candidate within 3 characters of `word`'s length, in a band of 7 diagonals
-// that stops as soon as every cell exceeds 3.
+// at most `max_edits`, fewer than the candidate's length), or nullopt when
+// none is close. Linear in the total length: a distance is computed only for
+// a candidate within `max_edits` characters of `word`'s length, in a band of
+// 2 max_edits + 1 diagonals that stops as soon as every cell exceeds it.
 std::optional<std::string> suggest(std::string_view word,
-                                   const std::vector<std::string>& candidates);
+                                   const std::vector<std::string>& candidates,
+                                   std::size_t max_edits = 3);
 
 // Imports a Hugging Face config.json (`config_text`). `index_text`, when given,
 // is the model.safetensors.index.json whose metadata.total_size (an integer
