@@ -271,8 +271,8 @@ TEST_CASE("advice: a DeepSpeed block says what changes", "[advice]") {
 TEST_CASE("advice: no clause of a cost and no framework block repeats",
           "[advice]") {
   const std::vector<std::string> frameworks = {
-      "DeepSpeed", "accelerate FSDP", "transformers", "torchtune",
-      "Megatron",  "torchrun",        "vLLM",         "environment"};
+      "DeepSpeed", "HF Trainer", "TRL",  "accelerate", "transformers",
+      "Megatron",  "torchrun",   "vLLM", "environment"};
   for (const Case& c : cases()) {
     const Planned p = plan_case(c);
     for (const Fix& f : p.fixes) {
@@ -366,8 +366,12 @@ TEST_CASE("advice: 405B on 16 H100s with vLLM pipelines over the two nodes",
   CHECK(first.risk == Risk::none);
   REQUIRE_FALSE(first.launch.empty());
   CHECK(first.launch.front().framework == "vLLM");
-  CHECK(first.launch.front().text ==
-        "--tensor-parallel-size 8 --pipeline-parallel-size 2");
+  // The complete `vllm serve` line (launch.hpp write_launch), with the
+  // layout vLLM needs across the two nodes.
+  CHECK_THAT(first.launch.front().text,
+             Catch::StartsWith("vllm serve meta-llama/Llama-3.1-405B "
+                               "--tensor-parallel-size 8 "
+                               "--pipeline-parallel-size 2 "));
 }
 
 TEST_CASE(
@@ -717,7 +721,8 @@ TEST_CASE("advice: training in bf16 on a T4 gets fp16 in every fix",
   const Fix& first = p.fixes.front();
   const auto hf = std::find_if(
       first.launch.begin(), first.launch.end(),
-      [](const LaunchBlock& b) { return b.framework == "transformers"; });
+      [](const LaunchBlock& b) { return b.framework == "HF Trainer"; });
   REQUIRE(hf != first.launch.end());
-  CHECK_THAT(hf->text, Catch::Contains("--fp16 true"));
+  CHECK_THAT(hf->text, Catch::Contains(R"("fp16":true)"));
+  CHECK_THAT(hf->text, Catch::Contains(R"("bf16":false)"));
 }

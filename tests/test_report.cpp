@@ -92,7 +92,7 @@ Plan failing_plan() {
   fix.saves_bytes = 70 * k_gib;
   fix.risk = Risk::moderate;
   fix.cost = "moderate accuracy risk (4-bit AWQ weights)";
-  fix.launch = {{"vLLM", "--quantization awq"}};
+  fix.launch = {{"vLLM", "--quantization awq", ""}};
   plan.fixes.push_back(fix);
   return plan;
 }

@@ -1,6 +1,7 @@
 #include "oomplan/advice/advice.hpp"
 
 #include "oomplan/advice/capability.hpp"
+#include "oomplan/launch/launch.hpp"
 #include "oomplan/model/capability.hpp"
 #include "oomplan/plan/plan.hpp"
 #include "oomplan/setup/options.hpp"
@@ -53,299 +54,33 @@ std::string gib_text(Bytes bytes) {
   return fmt::format("{:.0f} GiB", to_gib(bytes));
 }
 
-// --- Launch blocks: the settings of each framework the fixed setup needs.
+// --- Launch blocks: the user's framework's files for the fixed setup,
+// written from the resolved setup by the launch writers (launch.hpp).
 
 bool has(const std::vector<Move>& moves, std::string_view id) {
   return std::any_of(moves.begin(), moves.end(),
                      [id](const Move& m) { return m.id == id; });
 }
 
-// transformers Trainer arguments (and TRL's, which extend them).
-std::optional<LaunchBlock> trainer_block(const Resolved& s,
-                                         const std::vector<Move>& moves,
-                                         bool count_changed) {
-  std::vector<std::string> hf;
-  if (has(moves, "fp16")) {
-    hf.emplace_back("--fp16 true");
-  }
-  if (has(moves, "checkpointing-full")) {
-    hf.emplace_back("--gradient_checkpointing true");
-  }
-  if (has(moves, "micro-batch") || has(moves, "smaller-batch") ||
-      count_changed) {
-    hf.push_back(fmt::format(
-        "--per_device_train_batch_size {} --gradient_accumulation_steps {}",
-        s.batch, s.grad_accum));
-  }
-  if (has(moves, "optimizer-8bit")) {
-    hf.emplace_back(s.optimizer == Optimizer::paged_adamw_8bit
-                        ? "--optim paged_adamw_8bit"
-                        : "--optim adamw_bnb_8bit");
-  }
-  if (has(moves, "chunked-loss")) {
-    // Liger's fused linear cross-entropy never materialises the logits.
-    hf.emplace_back("--use_liger_kernel true");
-  }
-  if (has(moves, "pure-bf16")) {
-    // Trainer keeps the weights' own dtype for the optimizer: loading in
-    // bf16 trains without fp32 master weights.
-    hf.emplace_back(
-        "--bf16 true (model loaded with torch_dtype=torch.bfloat16)");
-  }
-  if (has(moves, "flash-attention")) {
-    hf.emplace_back("--attn_implementation flash_attention_2");
-  }
-  if (hf.empty()) {
-    return std::nullopt;
-  }
-  return LaunchBlock{"transformers", join(hf, " ")};
-}
-
-// What a fix asks of the sharding: a ZeRO stage to write (stage 0 on
-// another count is DeepSpeed's default: nothing to write), and offload.
-struct Sharding {
-  bool zero = false;
-  bool offload_optimizer = false;
-  bool offload_all = false;
-};
-
-Sharding sharding_of(const Resolved& s, const std::vector<Move>& moves,
-                     bool count_changed) {
-  return {has(moves, "zero-stage") || (count_changed && s.zero > 0),
-          has(moves, "offload-optimizer"), has(moves, "offload-all")};
-}
-
-// DeepSpeed's JSON: ZeRO stage and offload.
-std::optional<LaunchBlock> deepspeed_block(const Resolved& s,
-                                           const Sharding& sh) {
-  if (!(sh.zero || sh.offload_optimizer || sh.offload_all) || s.fsdp) {
-    return std::nullopt;
-  }
-  std::string z = fmt::format(R"("stage": {})", s.zero);
-  if (sh.offload_optimizer || sh.offload_all) {
-    z += R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})";
-  }
-  if (sh.offload_all) {
-    z += R"(, "offload_param": {"device": "cpu", "pin_memory": true})";
-  }
-  return LaunchBlock{"DeepSpeed",
-                     fmt::format(R"({{"zero_optimization": {{{}}}}})", z)};
-}
-
-// accelerate's FSDP config: full or gradient sharding, CPU offload of
-// everything (FSDP has no optimizer-only offload).
-std::optional<LaunchBlock> fsdp_block(const Resolved& s,
-                                      const std::vector<Move>& moves,
-                                      const Sharding& sh) {
-  if (!(sh.zero || sh.offload_all || s.fsdp) || sh.offload_optimizer ||
-      s.zero < 2) {
-    return std::nullopt;
-  }
-  std::vector<std::string> fsdp = {
-      s.zero >= 3 ? "fsdp_sharding_strategy: FULL_SHARD"
-                  : "fsdp_sharding_strategy: SHARD_GRAD_OP"};
-  if (sh.offload_all) {
-    fsdp.emplace_back("fsdp_offload_params: true");
-  }
-  if (has(moves, "checkpointing-full")) {
-    fsdp.emplace_back("fsdp_activation_checkpointing: true");
-  }
-  return LaunchBlock{"accelerate FSDP", join(fsdp, ", ")};
-}
-
-// torchtune recipe keys, when every move has one.
-std::optional<LaunchBlock> torchtune_block(const Resolved& s,
-                                           const std::vector<Move>& moves) {
-  static constexpr std::array k_torchtune = {
-      "checkpointing-full", "activation-offload", "chunked-loss",
-      "optimizer-8bit",     "pure-bf16",          "micro-batch",
-      "optimizer-in-bwd",   "offload-all",        "zero-stage"};
-  const bool torchtune =
-      std::all_of(moves.begin(), moves.end(), [](const Move& m) {
-        return std::find(k_torchtune.begin(), k_torchtune.end(), m.id) !=
-               k_torchtune.end();
-      });
-  if (!torchtune || moves.empty() || (s.zero != 0 && s.zero != 3)) {
-    return std::nullopt;
-  }
-  std::vector<std::string> tt;
-  if (has(moves, "checkpointing-full")) {
-    tt.emplace_back("enable_activation_checkpointing=True");
-  }
-  if (has(moves, "activation-offload")) {
-    tt.emplace_back("enable_activation_offloading=True");
-  }
-  if (has(moves, "chunked-loss")) {
-    tt.emplace_back(
-        "loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss");
-  }
-  if (has(moves, "optimizer-8bit")) {
-    tt.emplace_back("optimizer._component_=bitsandbytes.optim.PagedAdamW8bit");
-  }
-  if (has(moves, "pure-bf16")) {
-    tt.emplace_back("dtype=bf16");
-  }
-  if (has(moves, "micro-batch")) {
-    tt.push_back(fmt::format("batch_size={} gradient_accumulation_steps={}",
-                             s.batch, s.grad_accum));
-  }
-  if (has(moves, "optimizer-in-bwd")) {
-    tt.emplace_back("optimizer_in_bwd=True");
-  }
-  if (has(moves, "offload-all")) {
-    tt.emplace_back("fsdp_cpu_offload=True");
-  }
-  if (has(moves, "zero-stage")) {
-    tt.emplace_back("(a *_distributed recipe: FSDP2 shards like ZeRO-3)");
-  }
-  return LaunchBlock{"torchtune", join(tt, " ")};
-}
-
-// Megatron-style layouts and recomputation.
-std::optional<LaunchBlock> megatron_block(const Resolved& s,
-                                          const std::vector<Move>& moves) {
-  std::vector<std::string> megatron;
-  if (has(moves, "layout")) {
-    megatron.push_back(fmt::format(
-        "--tensor-model-parallel-size {} --pipeline-model-parallel-size {}",
-        s.tp, s.pp));
-  }
-  if (has(moves, "checkpointing-selective")) {
-    megatron.emplace_back("--recompute-granularity selective");
-  }
-  if (has(moves, "sequence-parallel")) {
-    megatron.emplace_back("--sequence-parallel");
-  }
-  if (megatron.empty()) {
-    return std::nullopt;
-  }
-  return LaunchBlock{"Megatron", join(megatron, " ")};
-}
-
-std::optional<LaunchBlock> torchrun_block(const Resolved& s,
-                                          bool count_changed) {
-  if (!count_changed) {
-    return std::nullopt;
-  }
-  return LaunchBlock{
-      "torchrun", s.nodes > 1 ? fmt::format("--nnodes {} --nproc_per_node {}",
-                                            s.nodes, s.gpus)
-                              : fmt::format("--nproc_per_node {}", s.gpus)};
-}
-
-std::vector<LaunchBlock> training_blocks(const Resolved& s,
-                                         const std::vector<Move>& moves,
-                                         bool count_changed) {
-  const Sharding sh = sharding_of(s, moves, count_changed);
-  std::array blocks = {trainer_block(s, moves, count_changed),
-                       deepspeed_block(s, sh),
-                       fsdp_block(s, moves, sh),
-                       torchtune_block(s, moves),
-                       megatron_block(s, moves),
-                       torchrun_block(s, count_changed)};
-  std::vector<LaunchBlock> out;
-  for (std::optional<LaunchBlock>& block : blocks) {
-    if (block) {
-      out.push_back(std::move(*block));
-    }
-  }
-  return out;
-}
-
-std::vector<LaunchBlock> vllm_blocks(const Resolved& s,
-                                     const std::vector<Move>& moves,
-                                     bool count_changed) {
-  std::vector<std::string> flags;
-  if (has(moves, "layout") || count_changed) {
-    flags.push_back(fmt::format("--tensor-parallel-size {}", s.tp));
-    if (s.pp > 1) {
-      flags.push_back(fmt::format("--pipeline-parallel-size {}", s.pp));
-    }
-  }
-  if (has(moves, "gpu-util")) {
-    flags.push_back(fmt::format("--gpu-memory-utilization {}", s.gpu_util));
-  }
-  if (has(moves, "fp8-kv-cache")) {
-    flags.emplace_back("--kv-cache-dtype fp8");
-  }
-  if (has(moves, "quantize-fp8")) {
-    flags.emplace_back("--quantization fp8");
-  }
-  if (has(moves, "fp16")) {
-    flags.emplace_back("--dtype float16");
-  }
-  if (has(moves, "quantize-4bit")) {
-    flags.emplace_back("--quantization awq (an AWQ checkpoint of the model)");
-  }
-  if (has(moves, "enforce-eager")) {
-    flags.emplace_back("--enforce-eager");
-  }
-  if (has(moves, "max-num-seqs")) {
-    flags.push_back(fmt::format("--max-num-seqs {}", s.max_num_seqs));
-  }
-  if (has(moves, "max-num-batched-tokens")) {
-    flags.push_back(
-        fmt::format("--max-num-batched-tokens {}", s.max_num_batched_tokens));
-  }
-  if (has(moves, "max-model-len")) {
-    flags.push_back(fmt::format("--max-model-len {}", s.max_model_len));
-  }
-  if (flags.empty()) {
-    return {};
-  }
-  return {{"vLLM", join(flags, " ")}};
-}
-
-std::vector<LaunchBlock> hf_inference_blocks(const Resolved& s,
-                                             const std::vector<Move>& moves,
-                                             bool count_changed) {
-  std::vector<std::string> args;
-  args.reserve(4);
-  if (has(moves, "quantize-int8")) {
-    args.emplace_back(
-        "quantization_config=BitsAndBytesConfig(load_in_8bit=True)");
-  }
-  if (has(moves, "quantize-fp8")) {
-    args.emplace_back("quantization_config=FbgemmFp8Config()");
-  }
-  if (has(moves, "quantize-4bit")) {
-    args.emplace_back(
-        R"(quantization_config=BitsAndBytesConfig(load_in_4bit=True, )"
-        R"(bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True))");
-  }
-  if (has(moves, "flash-attention")) {
-    args.emplace_back(R"(attn_implementation="flash_attention_2")");
-  }
-  if (has(moves, "sdpa-attention")) {
-    args.emplace_back(R"(attn_implementation="sdpa")");
-  }
-  if (has(moves, "split-layers") || has(moves, "cpu-offload")) {
-    args.emplace_back(
-        has(moves, "cpu-offload")
-            ? R"(device_map="auto", max_memory={0: "..GiB", "cpu": "..GiB"})"
-            : R"(device_map="auto")");
-  } else if (has(moves, "layout") || (count_changed && s.tp > 1)) {
-    args.push_back(fmt::format(
-        R"(tp_plan="auto" under torchrun --nproc_per_node {})", s.gpus));
-  }
-  if (args.empty()) {
-    return {};
-  }
-  return {{"transformers", "from_pretrained(..., " + join(args, ", ") + ")"}};
-}
-
-std::vector<LaunchBlock> launch_blocks(const Resolved& s,
+// The blocks, or none with the reason in `cost` when the framework cannot
+// express a setting of the fix (pasting them would plan another setup).
+std::vector<LaunchBlock> launch_blocks(Framework framework, const Model& model,
+                                       const Resolved& s,
                                        const std::vector<Move>& moves,
-                                       bool count_changed) {
-  std::vector<LaunchBlock> out =
-      s.training()               ? training_blocks(s, moves, count_changed)
-      : s.engine == Engine::vllm ? vllm_blocks(s, moves, count_changed)
-                                 : hf_inference_blocks(s, moves, count_changed);
-  if (has(moves, "expandable-segments")) {
-    out.push_back(
-        {"environment", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+                                       std::vector<std::string>& cost) {
+  LaunchWriting w = write_launch(framework, s, model);
+  if (!w.unwritten.empty()) {
+    cost.push_back(fmt::format("no {} launch: {}", framework_name(framework),
+                               join(w.unwritten, "; ")));
+    return {};
   }
-  return out;
+  if (has(moves, "expandable-segments")) {
+    // PyTorch's caching allocator (c10/cuda/CUDAAllocatorConfig.h).
+    w.blocks.push_back({"environment",
+                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                        ""});
+  }
+  return std::move(w.blocks);
 }
 
 // --- Fixes.
@@ -500,7 +235,6 @@ Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
   }
   cost.push_back(risk_clause(moves));
   cost.push_back(concurrency_clause(c, budget));
-  const int old_gpus = c.priced.setup.total_gpus();
   const int new_gpus = setup.total_gpus();
   if (group == FixGroup::more_gpus || group == FixGroup::other_gpus) {
     cost.push_back(hardware_clause(c, gpu, new_gpus, per_token));
@@ -508,9 +242,10 @@ Fix make_fix(const Ctx& c, FixGroup group, std::string id, std::string title,
   if (!job_change.empty()) {
     cost.push_back("changes the job: " + job_change);
   }
+  fix.launch = launch_blocks(
+      request.framework.value_or(default_framework(setup.mode, setup.engine)),
+      c.model, setup, moves, cost);
   fix.cost = join(cost, "; ");
-  fix.launch =
-      launch_blocks(setup, moves, new_gpus != old_gpus || &gpu != &c.gpu);
   return fix;
 }
 

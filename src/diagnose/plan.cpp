@@ -93,7 +93,10 @@ OomFix from_advisor(const Plan& plan, const Fix& fix) {
   f.total_bytes = fix.total_bytes;
   f.fits = fix.fits;
   for (const LaunchBlock& block : fix.launch) {
-    f.launch.push_back(block.framework + ": " + block.text);
+    f.launch.push_back((block.file.empty()
+                            ? block.framework
+                            : block.framework + " " + block.file) +
+                       ": " + block.text);
   }
   return f;
 }

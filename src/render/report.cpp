@@ -216,7 +216,8 @@ std::string launch_line(const Fix& fix) {
   std::string out;
   for (const LaunchBlock& b : fix.launch) {
     out += out.empty() ? "" : "; ";
-    out += b.framework + ": " + b.text;
+    out += b.file.empty() ? b.framework : b.framework + " " + b.file;
+    out += ": " + b.text;
   }
   return out;
 }
@@ -565,7 +566,10 @@ void text_fix(Lines& put, const Style& st, const Plan& plan, const Fix& fix) {
   }
   put(st.dim(fmt::format("{:27}oomplan {}", "", fix_args(plan, fix))));
   for (const LaunchBlock& block : fix.launch) {
-    put(st.dim(fmt::format("{:27}{}: {}", "", block.framework, block.text)));
+    const std::string name = block.file.empty()
+                                 ? block.framework
+                                 : block.framework + " " + block.file;
+    put(st.dim(fmt::format("{:27}{}: {}", "", name, block.text)));
   }
 }
 
@@ -616,7 +620,11 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
 Json fix_json(const Plan& plan, const Fix& fix) {
   Json launch = Json::array();
   for (const LaunchBlock& block : fix.launch) {
-    launch.push_back({{"framework", block.framework}, {"text", block.text}});
+    Json b = {{"framework", block.framework}, {"text", block.text}};
+    if (!block.file.empty()) {
+      b["file"] = block.file;
+    }
+    launch.push_back(std::move(b));
   }
   return {{"rank", fix.rank},
           {"id", fix.id},

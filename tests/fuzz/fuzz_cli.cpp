@@ -5,7 +5,9 @@
 // stdout is empty and stderr ends with one `oomplan: error:` line; JSON on
 // stdout parses, holds only finite numbers and no negative byte count but a
 // difference (headroom, saves); a plan's total is the sum of its components and
-// its `fits` is the exit code.
+// its `fits` is the exit code; every fix's launch blocks, read back by
+// `oomplan check`'s readers, plan the fix's total within 0.5 %
+// (tests/launch_roundtrip.hpp).
 //
 // Arguments that would write files (--svg) are dropped: the fuzzer must not
 // write where its input points.
@@ -13,8 +15,11 @@
 //   cmake --build build-fuzz --target fuzz_cli
 //   build-fuzz/fuzz_cli build-fuzz/corpus/cli tests/fuzz/corpus/cli
 
+#include "../launch_roundtrip.hpp"
 #include "cli/cli.hpp"
 #include "fuzz_support.hpp"
+
+#include "oomplan/model/catalog.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -70,12 +75,63 @@ void check_plan(const nlohmann::json& plan, int code) {
           "exit code is not the verdict");
 }
 
+// The fix of a plan's JSON as the round trip needs it: its argv planned
+// again (catalog models only), its blocks and its total.
+std::optional<oomplan::Fix> json_fix(const nlohmann::json& f,
+                                     const oomplan::Catalog& catalog,
+                                     const oomplan::Model*& model) {
+  using namespace oomplan;
+  const auto argv = f.at("argv").get<std::vector<std::string>>();
+  Fix fix;
+  try {
+    model = &find_model(catalog, argv.at(0));
+    for (const auto& [flag, value] : test::argv_options(argv)) {
+      if (flag == "--gpus") {
+        const GpuSpec spec = parse_gpu_spec(catalog, value);
+        fix.gpu = spec.gpu;
+        fix.request.gpus = spec.count;
+      } else {
+        apply_option(fix.request, flag, value);
+      }
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;  // a local config.json model: not in the catalog
+  }
+  fix.id = f.at("id").get<std::string>();
+  fix.title = f.at("title").get<std::string>();
+  fix.total_bytes = f.at("total_bytes").get<Bytes>();
+  fix.setup.gpus = fix.request.gpus;
+  fix.setup.mode = fix.request.mode;
+  for (const auto& b : f.at("launch")) {
+    fix.launch.push_back({b.at("framework").get<std::string>(),
+                          b.at("text").get<std::string>(),
+                          b.value("file", std::string())});
+  }
+  return fix;
+}
+
+// Every fix's launch blocks plan the fix (tests/launch_roundtrip.hpp).
+void check_launch(const nlohmann::json& plan) {
+  static const oomplan::Catalog k_catalog = oomplan::builtin_catalog();
+  for (const auto& f : plan.value("fixes", nlohmann::json::array())) {
+    const oomplan::Model* model = nullptr;
+    const auto fix = json_fix(f, k_catalog, model);
+    if (!fix || fix->gpu == nullptr) {
+      continue;
+    }
+    const auto problem = oomplan::test::roundtrip_problem(*model, *fix);
+    require(!problem, "a fix's launch blocks plan another total",
+            problem.value_or(""));
+  }
+}
+
 void check_json(const std::string& out, int code) {
   const auto j = nlohmann::json::parse(out, nullptr, false);
   require(!j.is_discarded(), "stdout starts with { but is not JSON", out);
   check_numbers(j, "");
   if (j.is_object() && j.value("schema", "") == "oomplan.plan/1") {
     check_plan(j, code);
+    check_launch(j);
   }
 }
 

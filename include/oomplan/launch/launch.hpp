@@ -23,6 +23,10 @@
 // Pure: text in, structs out. The caller reads the files; a FileLoader seam
 // serves the files one file names (`deepspeed: ds_config.json`).
 
+#include "oomplan/model/model.hpp"
+#include "oomplan/plan/fix.hpp"
+#include "oomplan/setup/setup.hpp"
+
 #include <functional>
 #include <optional>
 #include <string>
@@ -149,6 +153,31 @@ std::vector<std::string_view> framework_names();
 std::optional<LaunchOption> translate_vllm_flag(std::string_view flag,
                                                 std::string_view value);
 bool vllm_flag_takes_value(std::string_view flag);
+
+// ---- Writers: a resolved setup -> the launch files of one framework ----
+//
+// What write_launch() gives: the blocks to paste (complete settings, not a
+// diff: every setting that changes memory is written, so the files read back
+// through read_launch_files() and check_setup() plan the same setup), and the
+// settings the framework cannot express ("activation offload: the HF Trainer
+// has none (TRL: activation_offloading)"). When `unwritten` is not empty the
+// blocks do not run that setup: the advisor must not offer them as its
+// launch.
+struct LaunchWriting {
+  std::vector<LaunchBlock> blocks;
+  std::vector<std::string> unwritten;
+};
+
+// The launch blocks of `framework` for `setup` (resolved) of `model`.
+// Settings of the run rather than of a launch file (the card, --vllm-version,
+// --overhead-gib, --reserve, --min-headroom, --host-ram, --price, and for
+// inference the workload's --seq and --batch) are not written. vllm,
+// deepspeed, hf-trainer, trl, accelerate, torchtune, axolotl and
+// llama-factory write files their reader reads back; generate and megatron
+// write their arguments (no reader); torchtitan reports that no writer
+// exists yet.
+LaunchWriting write_launch(Framework framework, const Resolved& setup,
+                           const Model& model);
 
 // Shell words of a command line: quotes ('...', "..."), backslash escapes and
 // backslash-newline continuations, `#` comments; stops at the end of the

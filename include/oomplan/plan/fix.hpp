@@ -36,12 +36,17 @@ enum class FixGroup {
 };
 std::string_view fix_group_name(FixGroup group);  // "same-hardware", ...
 
-// The settings one framework needs for a fix, ready to copy: `framework` is
-// "DeepSpeed", "accelerate FSDP", "transformers", "torchtune", "Megatron",
-// "torchrun", "vLLM" or "environment".
+// The settings one framework needs for a fix, ready to copy, written by the
+// launch writers (launch/launch.hpp write_launch) from the fix's resolved
+// setup: `framework` names the stack ("DeepSpeed", "HF Trainer", "TRL",
+// "accelerate", "vLLM", "transformers", "torchrun", "environment", ...).
 struct LaunchBlock {
   std::string framework;
   std::string text;
+  // The file `text` is, as a launch command names it ("ds_config.json",
+  // "train_args.json", "accelerate_config.yaml"); empty for a command line
+  // or an environment variable. `oomplan check` reads the files back.
+  std::string file;
 };
 
 struct Fix {

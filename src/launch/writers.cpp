@@ -1,0 +1,859 @@
+// Launch writers (launch.hpp write_launch): a resolved setup -> the files and
+// command lines of one framework, spelled as the readers beside them read
+// them (vllm.cpp, deepspeed.cpp, hf_trainer.cpp, fsdp.cpp, accelerate.cpp),
+// so that `oomplan check` plans the written files as the same setup
+// (tests/test_launch_roundtrip.cpp). Every setting that changes memory is
+// written; one the framework cannot express goes to `unwritten`.
+
+#include "launch/internal.hpp"
+
+#include "oomplan/launch/launch.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+namespace oomplan {
+namespace {
+
+using launch::Json;
+
+// The files the blocks are, as the launch commands name them.
+constexpr std::string_view k_ds_file = "ds_config.json";
+constexpr std::string_view k_args_file = "train_args.json";
+constexpr std::string_view k_accelerate_file = "accelerate_config.yaml";
+
+struct Out {
+  LaunchWriting w;
+  void cannot(std::string what) { w.unwritten.push_back(std::move(what)); }
+};
+
+std::string model_id(const Model& model) {
+  return model.hf_id.empty() ? model.name : model.hf_id;
+}
+
+// Quantized weights other than the checkpoint's own (which loading the
+// checkpoint gives).
+bool own_quant(const Resolved& s, const Model& model) {
+  return s.quant == model.checkpoint_quant;
+}
+
+// ---- vLLM: `vllm serve MODEL` flags (vllm/engine/arg_utils.py EngineArgs).
+
+std::string_view vllm_dtype(Dtype d) {
+  return d == Dtype::fp16   ? "float16"
+         : d == Dtype::fp32 ? "float32"
+                            : "bfloat16";
+}
+
+// QUANTIZATION_METHODS names (vllm/model_executor/layers/quantization).
+std::optional<std::string_view> vllm_quant(Quant q) {
+  switch (q) {
+    case Quant::awq:
+      return "awq";
+    case Quant::gptq:
+      return "gptq";
+    case Quant::fp8:
+      return "fp8";
+    case Quant::mxfp4:
+      return "mxfp4";
+    case Quant::nf4_nodq:
+      return "bitsandbytes";
+    default:
+      return std::nullopt;
+  }
+}
+
+void write_vllm(const Resolved& s, const Model& model, Out& out) {
+  if (s.training()) {
+    out.cannot("training: vLLM serves, it does not train");
+    return;
+  }
+  std::string cmd = fmt::format("vllm serve {}", model_id(model));
+  cmd += fmt::format(" --tensor-parallel-size {}", s.tp);
+  if (s.pp > 1) {
+    cmd += fmt::format(" --pipeline-parallel-size {}", s.pp);
+  }
+  if (s.dp() > 1) {
+    cmd += fmt::format(" --data-parallel-size {}", s.dp());
+  }
+  if (s.cp > 1 || s.split_layers) {
+    out.cannot(
+        "context parallelism or device_map layer splitting: vLLM "
+        "shards by tensor, pipeline and data parallelism "
+        "(vllm/config/parallel.py)");
+  }
+  cmd += fmt::format(" --dtype {}", vllm_dtype(s.dtype));
+  if (!own_quant(s, model)) {
+    if (const auto q = vllm_quant(s.quant)) {
+      cmd += fmt::format(" --quantization {}", *q);
+    } else {
+      out.cannot(
+          fmt::format("{} weights: no vLLM quantization method loads "
+                      "them from this checkpoint",
+                      quant_name(s.quant)));
+    }
+  }
+  if (s.kv_dtype == Dtype::fp8) {
+    cmd += " --kv-cache-dtype fp8";  // vllm/config/cache.py CacheDType
+  } else if (s.kv_dtype != s.dtype) {
+    out.cannot("a KV cache dtype other than the model's or fp8");
+  }
+  cmd += fmt::format(" --gpu-memory-utilization {}",
+                     launch::number_text(s.gpu_util));
+  cmd += fmt::format(" --max-model-len {}", s.max_model_len);
+  cmd += fmt::format(" --max-num-seqs {}", s.max_num_seqs);
+  cmd += fmt::format(" --max-num-batched-tokens {}", s.max_num_batched_tokens);
+  if (s.enforce_eager) {
+    cmd += " --enforce-eager";
+  }
+  out.w.blocks.push_back({"vLLM", cmd, ""});
+}
+
+// ---- transformers generate: from_pretrained arguments (no reader).
+
+void write_generate(const Resolved& s, const Model& model, Out& out) {
+  if (s.training()) {
+    out.cannot("training: model.generate runs inference");
+    return;
+  }
+  std::string args =
+      fmt::format(R"("{}", torch_dtype=torch.{})", model_id(model),
+                  s.dtype == Dtype::fp16   ? "float16"
+                  : s.dtype == Dtype::fp32 ? "float32"
+                                           : "bfloat16");
+  if (!own_quant(s, model)) {
+    // transformers quantizers (transformers/quantizers/auto.py).
+    switch (s.quant) {
+      case Quant::int8:
+        args += ", quantization_config=BitsAndBytesConfig(load_in_8bit=True)";
+        break;
+      case Quant::fp8:
+        args += ", quantization_config=FbgemmFp8Config()";
+        break;
+      case Quant::nf4:
+      case Quant::nf4_nodq:
+        args += fmt::format(
+            R"(, quantization_config=BitsAndBytesConfig(load_in_4bit=True, )"
+            R"(bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant={}))",
+            s.quant == Quant::nf4 ? "True" : "False");
+        break;
+      default:
+        out.cannot(fmt::format("{} weights from this checkpoint",
+                               quant_name(s.quant)));
+    }
+  }
+  args += fmt::format(R"(, attn_implementation="{}")",
+                      s.attn == Attn::flash  ? "flash_attention_2"
+                      : s.attn == Attn::sdpa ? "sdpa"
+                                             : "eager");
+  if (s.split_layers) {
+    args += R"(, device_map="auto")";  // accelerate big_modeling dispatch
+  } else if (s.tp > 1) {
+    args += R"(, tp_plan="auto")";  // transformers tensor parallel
+  }
+  if (s.kv_dtype != s.dtype) {
+    out.cannot(
+        "a KV cache dtype other than the model's: DynamicCache keeps "
+        "the model's dtype");
+  }
+  out.w.blocks.push_back({"transformers",
+                          "AutoModelForCausalLM.from_pretrained(" + args + ")",
+                          ""});
+  if (s.tp > 1 && !s.split_layers) {
+    out.w.blocks.push_back(
+        {"torchrun", fmt::format("--nproc_per_node {}", s.gpus), ""});
+  }
+}
+
+// ---- DeepSpeed JSON (deepspeed/runtime/config.py, zero/config.py,
+// zero/offload_config.py).
+
+Json deepspeed_doc(const Resolved& s) {
+  Json zero = {{"stage", s.zero}};
+  const Json cpu = {{"device", "cpu"}, {"pin_memory", true}};
+  if (s.offload == Offload::optimizer || s.offload == Offload::all) {
+    zero["offload_optimizer"] = cpu;
+  }
+  if (s.offload == Offload::params || s.offload == Offload::all) {
+    zero["offload_param"] = cpu;
+  }
+  Json doc = {{"zero_optimization", zero}};
+  doc["bf16"] = {{"enabled", s.dtype == Dtype::bf16}};
+  doc["fp16"] = {{"enabled", s.dtype == Dtype::fp16}};
+  doc["train_micro_batch_size_per_gpu"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  return doc;
+}
+
+void deepspeed_limits(const Resolved& s, Out& out) {
+  if (s.offload == Offload::params && s.zero < 3) {
+    out.cannot(
+        "parameter offload below ZeRO-3: offload_param applies only "
+        "at stage 3 (deepspeed/runtime/zero/stage3.py)");
+  }
+  if (s.offload != Offload::none && s.zero == 0) {
+    out.cannot("offload without ZeRO: offload_optimizer needs stage >= 1");
+  }
+  if (s.precision == Precision::pure) {
+    out.cannot(
+        "pure bf16: DeepSpeed keeps fp32 master weights "
+        "(deepspeed/runtime/bf16_optimizer.py)");
+  }
+}
+
+// ---- HF TrainingArguments / TRL SFTConfig (transformers training_args.py,
+// trl/trainer/sft_config.py, model_config.py), as a JSON args file.
+
+std::string_view hf_optim(Optimizer o) {
+  switch (o) {
+    case Optimizer::adamw:
+      return "adamw_torch";
+    case Optimizer::adamw_8bit:
+      return "adamw_bnb_8bit";
+    case Optimizer::paged_adamw:
+      return "paged_adamw_32bit";
+    case Optimizer::paged_adamw_8bit:
+      return "paged_adamw_8bit";
+    case Optimizer::sgd:
+      return "sgd";
+    case Optimizer::adafactor:
+      return "adafactor";
+  }
+  return "adamw_torch";
+}
+
+Json lora_modules(unsigned targets) {
+  // PEFT target_modules names of the Llama-style projections.
+  static constexpr std::array<std::pair<unsigned, const char*>, 7> k_names = {{
+      {k_lora_q, "q_proj"},
+      {k_lora_k, "k_proj"},
+      {k_lora_v, "v_proj"},
+      {k_lora_o, "o_proj"},
+      {k_lora_gate, "gate_proj"},
+      {k_lora_up, "up_proj"},
+      {k_lora_down, "down_proj"},
+  }};
+  Json names = Json::array();
+  for (const auto& [bit, name] : k_names) {
+    if ((targets & bit) != 0) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// The model, adapters and quantization keys (TRL ModelConfig).
+void hf_model_keys(const Resolved& s, const Model& model, Json& doc, Out& out) {
+  doc["model_name_or_path"] = model_id(model);
+  if (s.mode == Mode::full) {
+    if (!own_quant(s, model)) {
+      out.cannot("quantized weights in a full fine-tune");
+    }
+    return;
+  }
+  doc["use_peft"] = true;
+  doc["lora_r"] = s.lora_rank;
+  doc["lora_target_modules"] = lora_modules(s.lora_targets);
+  if (s.mode == Mode::qlora) {
+    doc["load_in_4bit"] = true;
+    doc["use_bnb_nested_quant"] = s.quant == Quant::nf4;
+    if (s.quant != Quant::nf4 && s.quant != Quant::nf4_nodq) {
+      out.cannot(
+          fmt::format("QLoRA over {} weights: TRL loads the base "
+                      "with bitsandbytes NF4",
+                      quant_name(s.quant)));
+    }
+  } else if (s.quant == Quant::int8) {
+    doc["load_in_8bit"] = true;
+  } else if (!own_quant(s, model)) {
+    out.cannot(fmt::format("LoRA over {} weights", quant_name(s.quant)));
+  }
+}
+
+// What TrainingArguments cannot express at all.
+void hf_limits(const Resolved& s, bool trl, Out& out) {
+  if (s.tp > 1 || s.pp > 1 || s.cp > 1 || s.sequence_parallel) {
+    out.cannot(
+        "tensor, pipeline or context parallelism: the HF Trainer "
+        "runs data parallel (FSDP or DeepSpeed ZeRO)");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot(
+        fmt::format("{} checkpointing: gradient_checkpointing wraps "
+                    "every decoder layer (modeling_utils.py)",
+                    checkpointing_name(s.checkpointing)));
+  }
+  if (s.activation_offload && !trl) {
+    out.cannot(
+        "activation offload: TrainingArguments has none (TRL's "
+        "SFTConfig.activation_offloading and torchtune's "
+        "enable_activation_offloading have)");
+  }
+  if (s.optimizer_in_bwd) {
+    out.cannot(
+        "optimizer in backward: the HF Trainer steps after backward "
+        "(torchtune's optimizer_in_bwd has it)");
+  }
+  if (s.float8) {
+    out.cannot("float8 linears (torchtitan)");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  if (s.precision == Precision::amp) {
+    out.cannot(
+        "amp precision (fp32 parameters under autocast): the "
+        "file's bf16/fp16 flags read back as mixed precision");
+  }
+  if (s.precision == Precision::pure && s.mode != Mode::full) {
+    out.cannot("pure 16-bit adapters: PEFT keeps trainable weights in fp32");
+  }
+}
+
+std::string_view hf_attn(Attn a) {
+  return a == Attn::flash  ? "flash_attention_2"
+         : a == Attn::sdpa ? "sdpa"
+                           : "eager";
+}
+
+// The training arguments; `sharding`: write the FSDP / DeepSpeed keys (not
+// when an accelerate config carries them).
+Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
+             Out& out) {
+  // Adapters are TRL ModelConfig keys (use_peft, load_in_4bit):
+  // TrainingArguments has none, so an adapter job's file is spelled as
+  // TRL's (and read with TRL's defaults); what it may use is still `trl`'s.
+  const bool trl_file = trl || s.mode != Mode::full;
+  Json doc = Json::object();
+  hf_model_keys(s, model, doc, out);
+  hf_limits(s, trl, out);
+  doc["per_device_train_batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  // TRL SFTConfig.max_length; run_clm.py's block_size for the HF Trainer.
+  doc[trl_file ? "max_length" : "block_size"] = s.seq;
+  doc["bf16"] = s.dtype == Dtype::bf16;
+  doc["fp16"] = s.dtype == Dtype::fp16;
+  if (s.precision == Precision::pure && s.mode == Mode::full) {
+    // The model loaded in 16 bits trains as loaded: no fp32 master copy.
+    doc[trl_file ? "model_init_kwargs" : "torch_dtype"] =
+        trl_file ? Json{{"torch_dtype",
+                         s.dtype == Dtype::fp16 ? "float16" : "bfloat16"}}
+                 : Json(s.dtype == Dtype::fp16 ? "float16" : "bfloat16");
+  }
+  doc["gradient_checkpointing"] = s.checkpointing != Checkpointing::none;
+  if (trl_file) {
+    doc["activation_offloading"] = trl && s.activation_offload;
+  }
+  if (s.loss == Loss::chunked && !trl) {
+    // Liger's fused linear cross-entropy never materialises the logits.
+    doc["use_liger_kernel"] = true;
+  } else if (trl_file) {
+    // SFTConfig.loss_type (TRL's default is chunked_nll).
+    doc["loss_type"] = s.loss == Loss::chunked ? "chunked_nll" : "nll";
+  }
+  doc["optim"] = hf_optim(s.optimizer);
+  doc["attn_implementation"] = hf_attn(s.attn);
+  doc["torch_compile"] = s.compile;
+  if (!sharding) {
+    return doc;
+  }
+  if (s.fsdp) {
+    // transformers FSDPOption words; CPUOffload(offload_params=True) moves
+    // parameters, gradients and optimizer states together.
+    doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
+                                            : "full_shard auto_wrap";
+    doc["fsdp_config"] = {{"version", s.fsdp_version}};
+    if (s.offload == Offload::optimizer || s.offload == Offload::params) {
+      out.cannot(
+          "optimizer-only or parameter-only offload under FSDP: "
+          "CPUOffload offloads parameters, gradients and optimizer "
+          "together (torch/distributed/fsdp/api.py)");
+    }
+  }
+  return doc;
+}
+
+void push_ds(const Resolved& s, Out& out) {
+  deepspeed_limits(s, out);
+  out.w.blocks.push_back(
+      {"DeepSpeed", deepspeed_doc(s).dump(), std::string(k_ds_file)});
+}
+
+void torchrun_block(const Resolved& s, Out& out) {
+  if (s.total_gpus() > 1) {
+    out.w.blocks.push_back(
+        {"torchrun",
+         s.nodes > 1
+             ? fmt::format("--nnodes {} --nproc_per_node {}", s.nodes, s.gpus)
+             : fmt::format("--nproc_per_node {}", s.gpus),
+         ""});
+  }
+}
+
+void write_hf(const Resolved& s, const Model& model, bool trl,
+              bool force_deepspeed, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: the Trainer trains");
+    return;
+  }
+  const bool ds =
+      !s.fsdp && (s.zero > 0 || s.offload != Offload::none || force_deepspeed);
+  Json doc = hf_args(s, model, trl, true, out);
+  if (ds) {
+    doc["deepspeed"] = k_ds_file;
+    push_ds(s, out);
+  }
+  out.w.blocks.push_back(
+      {trl ? "TRL" : "HF Trainer", doc.dump(), std::string(k_args_file)});
+  torchrun_block(s, out);
+}
+
+// ---- accelerate config (accelerate commands/config/config_args.py,
+// utils/dataclasses.py FullyShardedDataParallelPlugin, DeepSpeedPlugin)
+// beside the training arguments it launches.
+
+void write_accelerate(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: the accelerate launcher writer plans training");
+    return;
+  }
+  Json cfg = {{"compute_environment", "LOCAL_MACHINE"}};
+  cfg["num_machines"] = s.nodes;
+  cfg["num_processes"] = s.total_gpus();
+  cfg["mixed_precision"] = s.dtype == Dtype::bf16   ? "bf16"
+                           : s.dtype == Dtype::fp16 ? "fp16"
+                                                    : "no";
+  if (s.fsdp) {
+    cfg["distributed_type"] = "FSDP";
+    Json f = {{"fsdp_version", s.fsdp_version}};
+    if (s.fsdp_version == 2) {
+      f["fsdp_reshard_after_forward"] = true;
+    } else {
+      f["fsdp_sharding_strategy"] = "FULL_SHARD";
+    }
+    f["fsdp_offload_params"] = s.offload == Offload::all;
+    f["fsdp_activation_checkpointing"] = false;
+    cfg["fsdp_config"] = f;
+    if (s.offload == Offload::optimizer || s.offload == Offload::params) {
+      out.cannot(
+          "optimizer-only or parameter-only offload under FSDP: "
+          "fsdp_offload_params moves parameters, gradients and "
+          "optimizer states together");
+    }
+  } else if (s.zero > 0 || s.offload != Offload::none) {
+    cfg["distributed_type"] = "DEEPSPEED";
+    Json d = {{"zero_stage", s.zero},
+              {"gradient_accumulation_steps", s.grad_accum}};
+    const bool opt =
+        s.offload == Offload::optimizer || s.offload == Offload::all;
+    const bool par = s.offload == Offload::params || s.offload == Offload::all;
+    d["offload_optimizer_device"] = opt ? "cpu" : "none";
+    d["offload_param_device"] = par ? "cpu" : "none";
+    cfg["deepspeed_config"] = d;
+    deepspeed_limits(s, out);
+  } else {
+    cfg["distributed_type"] = s.total_gpus() > 1 ? "MULTI_GPU" : "NO";
+  }
+  // The training file first: a launcher config joins the training file
+  // before it (launch.hpp read_launch_files), as `accelerate launch
+  // --config_file accelerate_config.yaml train.py train_args.json` runs it.
+  const Json args = hf_args(s, model, false, false, out);
+  out.w.blocks.push_back({"HF Trainer", args.dump(), std::string(k_args_file)});
+  out.w.blocks.push_back(
+      {"accelerate", cfg.dump(), std::string(k_accelerate_file)});
+}
+
+// ---- torchtune recipe config (recipes/*_finetune_*.py, the model builders
+// torchtune/models/<family>/_model_builders.py), read as torchtune.cpp reads
+// it: a YAML config (here in JSON, which YAML reads).
+
+std::string torchtune_builder(const Resolved& s, const Model& model) {
+  std::string name = model.aliases.empty() ? model.name : model.aliases.front();
+  std::replace(name.begin(), name.end(), '-', '_');
+  std::replace(name.begin(), name.end(), '.', '_');
+  const std::string_view prefix = s.mode == Mode::qlora  ? "qlora_"
+                                  : s.mode == Mode::lora ? "lora_"
+                                                         : "";
+  return fmt::format("torchtune.models.{}.{}{}", model.model_type, prefix,
+                     name);
+}
+
+std::string_view torchtune_optim(Optimizer o) {
+  switch (o) {
+    case Optimizer::adamw:
+      return "torch.optim.AdamW";
+    case Optimizer::adamw_8bit:
+      return "bitsandbytes.optim.AdamW8bit";
+    case Optimizer::paged_adamw:
+      return "bitsandbytes.optim.PagedAdamW";
+    case Optimizer::paged_adamw_8bit:
+      return "bitsandbytes.optim.PagedAdamW8bit";
+    case Optimizer::sgd:
+      return "torch.optim.SGD";
+    case Optimizer::adafactor:
+      return "torch.optim.Adafactor";
+  }
+  return "torch.optim.AdamW";
+}
+
+void torchtune_limits(const Resolved& s, const Model& model, Out& out) {
+  if (s.pp > 1 || s.cp > 1 || s.sequence_parallel || s.float8) {
+    out.cannot(
+        "pipeline or context parallelism, sequence parallelism or "
+        "float8 in a torchtune recipe");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot("checkpointing other than full (ac_mode full)");
+  }
+  if (s.precision != Precision::pure && s.dtype != Dtype::fp32) {
+    out.cannot(
+        "fp32 master weights: torchtune recipes train in `dtype` "
+        "with no fp32 copy (training/precision.py)");
+  }
+  if (s.attn != Attn::sdpa) {
+    out.cannot(
+        "attention other than sdpa: torchtune calls "
+        "F.scaled_dot_product_attention");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  if (s.offload == Offload::optimizer || s.offload == Offload::params) {
+    out.cannot(
+        "optimizer-only or parameter-only offload: fsdp_cpu_offload "
+        "is CPUOffloadPolicy (parameters, gradients and step)");
+  }
+  if (!s.fsdp && s.zero != 2 && s.total_gpus() > 1) {
+    out.cannot(
+        "data parallelism without sharding: the distributed recipes "
+        "shard with FSDP2 (training.shard_model)");
+  }
+  const bool mlp = (s.lora_targets & (k_lora_gate | k_lora_up | k_lora_down));
+  const bool all_mlp =
+      (s.lora_targets & (k_lora_gate | k_lora_up | k_lora_down)) ==
+      (k_lora_gate | k_lora_up | k_lora_down);
+  if (s.mode != Mode::full && mlp && !all_mlp) {
+    out.cannot("LoRA on part of the MLP: apply_lora_to_mlp takes all three");
+  }
+  if (s.mode == Mode::qlora ? s.quant != Quant::nf4 : !own_quant(s, model)) {
+    out.cannot(
+        fmt::format("{} weights: QLoRA builders quantize with "
+                    "torchao NF4, other builders load the checkpoint",
+                    quant_name(s.quant)));
+  }
+}
+
+void write_torchtune(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: torchtune recipes train");
+    return;
+  }
+  torchtune_limits(s, model, out);
+  Json m = {{"_component_", torchtune_builder(s, model)}};
+  if (s.mode != Mode::full) {
+    Json attn = Json::array();
+    for (const auto& [bit, name] :
+         std::array<std::pair<unsigned, const char*>, 4>{
+             {{k_lora_q, "q_proj"},
+              {k_lora_k, "k_proj"},
+              {k_lora_v, "v_proj"},
+              {k_lora_o, "output_proj"}}}) {
+      if ((s.lora_targets & bit) != 0) {
+        attn.push_back(name);
+      }
+    }
+    m["lora_attn_modules"] = attn;
+    m["apply_lora_to_mlp"] = (s.lora_targets & k_lora_gate) != 0;
+    m["lora_rank"] = s.lora_rank;
+  }
+  Json doc = {{"model", m}};
+  doc["checkpointer"] = {{"checkpoint_dir", "/tmp/" + model_id(model)}};
+  doc["tokenizer"] = {{"max_seq_len", s.seq}};
+  doc["batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  doc["optimizer"] = {{"_component_", torchtune_optim(s.optimizer)}};
+  doc["optimizer_in_bwd"] = s.optimizer_in_bwd;
+  doc["loss"] = {
+      {"_component_", s.loss == Loss::chunked
+                          ? "torchtune.modules.loss.CEWithChunkedOutputLoss"
+                          : "torch.nn.CrossEntropyLoss"}};
+  doc["compile"] = s.compile;
+  doc["enable_activation_checkpointing"] =
+      s.checkpointing != Checkpointing::none;
+  doc["enable_activation_offloading"] = s.activation_offload;
+  doc["dtype"] = dtype_name(s.dtype);
+  doc["fsdp_cpu_offload"] = s.offload == Offload::all;
+  doc["fsdp_reshard_after_forward"] = !(s.zero == 2 && !s.fsdp);
+  if (s.tp > 1) {
+    doc["tensor_parallel_dim"] = s.tp;
+  }
+  out.w.blocks.push_back({"torchtune", doc.dump(), "torchtune_config.yaml"});
+  torchrun_block(s, out);
+}
+
+// ---- axolotl config (axolotl utils/schemas/config.py, training.py,
+// peft.py), read as axolotl.cpp reads it (JSON, which YAML reads).
+
+void axolotl_limits(const Resolved& s, bool ds, Out& out) {
+  if (s.pp > 1 || s.cp > 1 || s.sequence_parallel || s.float8 ||
+      s.optimizer_in_bwd) {
+    out.cannot(
+        "pipeline, context or sequence parallelism, float8 or the "
+        "optimizer in backward in axolotl");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot("checkpointing other than gradient_checkpointing (every layer)");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  // resolve_dtype loads the model in bf16/fp16 and the HF Trainer trains it
+  // as loaded; DeepSpeed adds fp32 master weights.
+  if (ds ? s.precision == Precision::pure
+         : s.precision != Precision::pure && s.dtype != Dtype::fp32) {
+    out.cannot(ds ? "pure 16-bit training under DeepSpeed (fp32 master "
+                    "weights)"
+                  : "fp32 master weights: axolotl trains the weights as "
+                    "loaded in 16 bits");
+  }
+  if (s.fsdp &&
+      (s.offload == Offload::optimizer || s.offload == Offload::params)) {
+    out.cannot("optimizer-only or parameter-only offload under FSDP");
+  }
+}
+
+void write_axolotl(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: axolotl trains");
+    return;
+  }
+  const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
+  axolotl_limits(s, ds, out);
+  Json doc = {{"base_model", model_id(model)}};
+  if (s.mode != Mode::full) {
+    doc["adapter"] = s.mode == Mode::qlora ? "qlora" : "lora";
+    if (s.mode == Mode::qlora) {
+      doc["load_in_4bit"] = true;
+      doc["bnb_config_kwargs"] = {
+          {"bnb_4bit_use_double_quant", s.quant == Quant::nf4}};
+    } else if (s.quant == Quant::int8) {
+      doc["load_in_8bit"] = true;
+    } else if (!own_quant(s, model)) {
+      out.cannot(fmt::format("LoRA over {} weights", quant_name(s.quant)));
+    }
+    doc["lora_r"] = s.lora_rank;
+    doc["lora_target_modules"] = lora_modules(s.lora_targets);
+  } else if (!own_quant(s, model)) {
+    out.cannot("quantized weights in a full fine-tune");
+  }
+  doc["sequence_len"] = s.seq;
+  doc["micro_batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  doc["gradient_checkpointing"] = s.checkpointing != Checkpointing::none;
+  doc["activation_offloading"] = s.activation_offload;
+  doc["attn_implementation"] = hf_attn(s.attn);
+  doc["chunked_cross_entropy"] = s.loss == Loss::chunked;
+  doc["bf16"] = s.dtype == Dtype::bf16;
+  doc["fp16"] = s.dtype == Dtype::fp16;
+  doc["optimizer"] = hf_optim(s.optimizer);
+  doc["torch_compile"] = s.compile;
+  if (s.tp > 1) {
+    doc["tensor_parallel_size"] = s.tp;
+  }
+  if (s.fsdp) {
+    doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
+                                            : "full_shard auto_wrap";
+    doc["fsdp_version"] = s.fsdp_version;
+  } else if (ds) {
+    doc["deepspeed"] = k_ds_file;
+    push_ds(s, out);
+  }
+  out.w.blocks.push_back({"axolotl", doc.dump(), "axolotl_config.yaml"});
+}
+
+// ---- LLaMA-Factory (hparams/model_args.py, finetuning_args.py,
+// data_args.py, training_args.py), read as llama_factory.cpp reads it.
+
+void llama_factory_limits(const Resolved& s, bool ds, Out& out) {
+  if (s.tp > 1 || s.pp > 1 || s.cp > 1 || s.sequence_parallel || s.float8 ||
+      s.optimizer_in_bwd) {
+    out.cannot(
+        "tensor, pipeline, context or sequence parallelism, float8 "
+        "or the optimizer in backward in LLaMA-Factory");
+  }
+  if (s.checkpointing != Checkpointing::none &&
+      s.checkpointing != Checkpointing::full) {
+    out.cannot("checkpointing other than every layer");
+  }
+  if (s.activation_offload && s.checkpointing != Checkpointing::full) {
+    out.cannot(
+        "activation offload without checkpointing (use_unsloth_gc "
+        "offloads the checkpointed inputs)");
+  }
+  if (s.loss != Loss::full && s.loss != Loss::chunked) {
+    out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
+  }
+  if (s.precision == Precision::pure && (ds || s.dtype != Dtype::bf16)) {
+    out.cannot("pure 16-bit training other than pure_bf16 without DeepSpeed");
+  }
+  if (s.precision == Precision::amp) {
+    out.cannot(
+        "amp precision (fp32 parameters under autocast): the "
+        "file's bf16/fp16 flags read back as mixed precision");
+  }
+  if (s.fsdp &&
+      (s.offload == Offload::optimizer || s.offload == Offload::params)) {
+    out.cannot("optimizer-only or parameter-only offload under FSDP");
+  }
+}
+
+void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: the LLaMA-Factory writer plans training");
+    return;
+  }
+  const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
+  llama_factory_limits(s, ds, out);
+  Json doc = {{"model_name_or_path", model_id(model)}, {"stage", "sft"}};
+  doc["finetuning_type"] = s.mode == Mode::full ? "full" : "lora";
+  if (s.mode == Mode::qlora) {
+    doc["quantization_bit"] = 4;
+    doc["double_quantization"] = s.quant == Quant::nf4;
+  } else if (s.mode == Mode::lora && s.quant == Quant::int8) {
+    doc["quantization_bit"] = 8;
+  } else if (!own_quant(s, model)) {
+    out.cannot(fmt::format("{} weights", quant_name(s.quant)));
+  }
+  if (s.mode != Mode::full) {
+    doc["lora_rank"] = s.lora_rank;
+    std::string targets;
+    for (const auto& name : lora_modules(s.lora_targets)) {
+      if (!targets.empty()) {
+        targets.push_back(',');
+      }
+      targets.append(name.get<std::string>());
+    }
+    doc["lora_target"] = targets;
+  }
+  doc["cutoff_len"] = s.seq;
+  doc["flash_attn"] = s.attn == Attn::flash  ? "fa2"
+                      : s.attn == Attn::sdpa ? "sdpa"
+                                             : "disabled";
+  doc["disable_gradient_checkpointing"] =
+      s.checkpointing == Checkpointing::none;
+  doc["use_unsloth_gc"] = s.activation_offload;
+  doc["enable_liger_kernel"] = s.loss == Loss::chunked;
+  doc["per_device_train_batch_size"] = s.batch;
+  doc["gradient_accumulation_steps"] = s.grad_accum;
+  const bool pure = s.precision == Precision::pure && !ds;
+  doc["bf16"] = s.dtype == Dtype::bf16 && !pure;
+  doc["fp16"] = s.dtype == Dtype::fp16;
+  doc["pure_bf16"] = pure;
+  doc["optim"] = hf_optim(s.optimizer);
+  doc["torch_compile"] = s.compile;
+  if (s.fsdp) {
+    doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
+                                            : "full_shard auto_wrap";
+    doc["fsdp_config"] = {{"version", s.fsdp_version}};
+  } else if (ds) {
+    doc["deepspeed"] = k_ds_file;
+    push_ds(s, out);
+  }
+  out.w.blocks.push_back(
+      {"LLaMA-Factory", doc.dump(), "llama_factory_config.yaml"});
+  torchrun_block(s, out);
+}
+
+// ---- Megatron-LM (megatron/training/arguments.py); no reader.
+
+void write_megatron(const Resolved& s, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: Megatron-LM trains");
+    return;
+  }
+  std::string a = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
+      "--micro-batch-size {} --global-batch-size {} --seq-length {}",
+      s.tp, s.pp, s.batch, s.batch * s.grad_accum * s.dp(), s.seq);
+  if (s.sequence_parallel) {
+    a += " --sequence-parallel";
+  }
+  if (s.checkpointing == Checkpointing::selective) {
+    a += " --recompute-granularity selective";
+  } else if (s.checkpointing == Checkpointing::full) {
+    a += " --recompute-granularity full --recompute-method uniform";
+  }
+  a += s.dtype == Dtype::bf16   ? " --bf16"
+       : s.dtype == Dtype::fp16 ? " --fp16"
+                                : "";
+  if (s.zero > 0) {
+    a += " --use-distributed-optimizer";
+  }
+  if (s.mode != Mode::full) {
+    out.cannot("LoRA/QLoRA: Megatron-LM trains every weight (NeMo adds PEFT)");
+  }
+  if (s.optimizer != Optimizer::adamw && s.optimizer != Optimizer::sgd) {
+    out.cannot(
+        "bitsandbytes or paged optimizers: Megatron uses its own "
+        "distributed Adam");
+  }
+  if (s.offload != Offload::none || s.activation_offload ||
+      s.optimizer_in_bwd) {
+    out.cannot("CPU offload or optimizer in backward");
+  }
+  out.w.blocks.push_back({"Megatron", a, ""});
+  torchrun_block(s, out);
+}
+
+}  // namespace
+
+LaunchWriting write_launch(Framework framework, const Resolved& setup,
+                           const Model& model) {
+  Out out;
+  switch (framework) {
+    case Framework::vllm:
+      write_vllm(setup, model, out);
+      break;
+    case Framework::generate:
+      write_generate(setup, model, out);
+      break;
+    case Framework::deepspeed:
+      write_hf(setup, model, false, true, out);
+      break;
+    case Framework::hf_trainer:
+      write_hf(setup, model, false, false, out);
+      break;
+    case Framework::trl:
+      write_hf(setup, model, true, false, out);
+      break;
+    case Framework::accelerate:
+      write_accelerate(setup, model, out);
+      break;
+    case Framework::megatron:
+      write_megatron(setup, out);
+      break;
+    case Framework::torchtune:
+      write_torchtune(setup, model, out);
+      break;
+    case Framework::axolotl:
+      write_axolotl(setup, model, out);
+      break;
+    case Framework::llama_factory:
+      write_llama_factory(setup, model, out);
+      break;
+    case Framework::torchtitan:
+      out.cannot(fmt::format("{} launch files: no writer yet",
+                             framework_name(framework)));
+      break;
+  }
+  return std::move(out.w);
+}
+
+}  // namespace oomplan
