@@ -639,16 +639,17 @@ TEST_CASE("advice: an FSDP job on 16 H100s keeps FSDP",
   }
 }
 
-TEST_CASE("advice: deepseek-v2-lite on one A100-80 switches to torchtune first",
+TEST_CASE("advice: Llama 3.1 8B full on one L40S switches to torchtune first",
           "[advice][capability]") {
-  // 15.7B parameters: bf16 weights 31 GB + fp32 AdamW states 126 GB do not
-  // fit 80 GB; HF Trainer's only same-stack fit offloads the states
-  // (ZeRO-Offload, many times slower). torchtune's optimizer step in
-  // backward frees each gradient (no 31 GB buffer) and paged 8-bit AdamW
-  // holds 2 bytes per parameter: 31 + 31 GB plus activations fits, at the
-  // cost of recomputation (well under twice the step).
+  // 8.03B parameters on 48 GB: HF Trainer's leanest same-stack setup (pure
+  // bf16 weights 16.1 GB + bf16 gradients 16.1 GB + 8-bit AdamW states
+  // 16.1 GB = 48.2 GB before activations) does not fit, so its only fit
+  // offloads the states (ZeRO-Offload, several times slower). torchtune's
+  // optimizer step in backward frees each gradient as it is made (no 16 GB
+  // buffer): 16.1 + 16.1 GB plus checkpointed activations fits, at the cost
+  // of recomputation (well under twice the step).
   const Planned p =
-      plan_case(example("deepseek-v2-lite", "1xA100-80", Mode::full, 4096));
+      plan_case(example("llama3.1-8b", "1xL40S", Mode::full, 4096));
   REQUIRE(p.fixes.size() >= 2);
   const Fix& first = p.fixes.front();
   INFO(first.title);
@@ -658,6 +659,22 @@ TEST_CASE("advice: deepseek-v2-lite on one A100-80 switches to torchtune first",
   CHECK(first.setup.precision == Precision::pure);
   CHECK(first.step_factor < 2.0);
   CHECK_THAT(first.cost, Catch::Contains("no fp32 master weights"));
+  // Its launch block is torchtune's recipe config with the real builder
+  // (torchtune/models/llama3_1/_model_builders.py llama3_1_8b).
+  REQUIRE_FALSE(first.launch.empty());
+  CHECK_THAT(first.launch.front().text,
+             Catch::Contains("torchtune.models.llama3_1.llama3_1_8b"));
+}
+
+TEST_CASE("advice: no switch to torchtune for a model it has no builder for",
+          "[advice][capability]") {
+  // torchtune/models has no DeepSeek family: a switch there could not run.
+  const Planned p =
+      plan_case(example("deepseek-v2-lite", "1xA100-80", Mode::full, 4096));
+  for (const Fix& f : p.fixes) {
+    INFO(f.title);
+    CHECK(f.request.framework != Framework::torchtune);
+  }
 }
 
 TEST_CASE(

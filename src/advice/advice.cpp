@@ -601,6 +601,15 @@ Setup switched(const Setup& base, const Resolved& r, Framework to,
       s.optimizer = Optimizer::adamw;
     }
   }
+  if (to == Framework::torchtune) {
+    // Its attention calls F.scaled_dot_product_attention
+    // (modules/attention_utils.py) and its recipes ship a chunked loss
+    // (modules/loss): what a torchtune launch runs, not moves.
+    s.attn = Attn::sdpa;
+    if (s.loss == Loss::full) {
+      s.loss = Loss::chunked;
+    }
+  }
   s.fsdp = to == Framework::torchtune && r.total_gpus() > 1;
   if (s.offload == Offload::optimizer && to == Framework::torchtune && s.fsdp) {
     s.offload = Offload::all;  // FSDP2 has no optimizer-only offload
@@ -629,7 +638,7 @@ std::vector<Framework> switch_targets(const Ctx& c) {
     }
   } else {
     // torchtune trains in bf16 or fp32 only (training/precision.py).
-    if (runs_bf16(c.gpu)) {
+    if (runs_bf16(c.gpu) && torchtune_has_builder(c.model.model_type)) {
       out.push_back(Framework::torchtune);
     }
     // Megatron-LM trains full models (adapters are NeMo's, and no NF4 runs

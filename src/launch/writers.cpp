@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -472,15 +473,33 @@ void write_accelerate(const Resolved& s, const Model& model, Out& out) {
 // torchtune/models/<family>/_model_builders.py), read as torchtune.cpp reads
 // it: a YAML config (here in JSON, which YAML reads).
 
+}  // namespace
+
+bool torchtune_has_builder(std::string_view model_type) {
+  static constexpr std::array<std::string_view, 7> k_types = {
+      "llama", "mistral", "gemma", "gemma2", "qwen2", "qwen3", "phi3"};
+  return std::find(k_types.begin(), k_types.end(), model_type) != k_types.end();
+}
+
+namespace {
+
 std::string torchtune_builder(const Resolved& s, const Model& model) {
   std::string name = model.aliases.empty() ? model.name : model.aliases.front();
-  std::replace(name.begin(), name.end(), '-', '_');
-  std::replace(name.begin(), name.end(), '.', '_');
+  name = name.substr(name.rfind('/') + 1);  // no org: builders are lower case
+  std::transform(name.begin(), name.end(), name.begin(), [](char c) {
+    return c == '-' || c == '.'
+               ? '_'
+               : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
   const std::string_view prefix = s.mode == Mode::qlora  ? "qlora_"
                                   : s.mode == Mode::lora ? "lora_"
                                                          : "";
-  return fmt::format("torchtune.models.{}.{}{}", model.model_type, prefix,
-                     name);
+  // The module is the builder's name less its size ("llama3_1_8b" is in
+  // torchtune.models.llama3_1).
+  const auto size = name.rfind('_');
+  const std::string module =
+      size == std::string::npos ? model.model_type : name.substr(0, size);
+  return fmt::format("torchtune.models.{}.{}{}", module, prefix, name);
 }
 
 std::string_view torchtune_optim(Optimizer o) {
@@ -552,6 +571,13 @@ void torchtune_limits(const Resolved& s, const Model& model, Out& out) {
 void write_torchtune(const Resolved& s, const Model& model, Out& out) {
   if (!s.training()) {
     out.cannot("inference: torchtune recipes train");
+    return;
+  }
+  if (!torchtune_has_builder(model.model_type)) {
+    out.cannot(
+        fmt::format("model_type {}: torchtune ships no model builder "
+                    "for it (torchtune/models)",
+                    model.model_type));
     return;
   }
   torchtune_limits(s, model, out);

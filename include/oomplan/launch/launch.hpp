@@ -176,6 +176,11 @@ struct LaunchWriting {
 // llama-factory write files their reader reads back; generate and megatron
 // write their arguments (no reader); torchtitan reports that no writer
 // exists yet.
+// True when torchtune ships model builders for this Hugging Face
+// model_type (torchtune/models/: llama2-4, code_llama2, mistral, gemma,
+// gemma2, qwen2, qwen2_5, qwen3, phi3, phi4); no recipe trains another.
+bool torchtune_has_builder(std::string_view model_type);
+
 LaunchWriting write_launch(Framework framework, const Resolved& setup,
                            const Model& model);
 
