@@ -220,3 +220,100 @@ TEST_CASE("cli: an error line shows a bidi control, it does not obey it",
   CHECK_THAT(r.err, Catch::Contains("llama\\u202e3"));
   CHECK(controls_in(r.err, false) == "");
 }
+
+namespace {
+
+// `md` without its code spans (CommonMark: a run of N backticks to the next
+// run of exactly N), and with backslash escapes removed: what GitHub reads as
+// text, where HTML, mentions and autolinks would act.
+std::string markdown_text(const std::string& md) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < md.size()) {
+    if (md[i] == '\\' && i + 1 < md.size()) {
+      i += 2;  // an escaped character is literal
+      continue;
+    }
+    if (md[i] != '`') {
+      out += md[i++];
+      continue;
+    }
+    std::size_t n = 0;
+    while (i + n < md.size() && md[i + n] == '`') {
+      ++n;
+    }
+    std::size_t close = i + n;
+    bool found = false;
+    while ((close = md.find(std::string(n, '`'), close)) != std::string::npos) {
+      const bool longer = close + n < md.size() && md[close + n] == '`';
+      if (!longer && md[close - 1] != '`') {
+        found = true;
+        break;
+      }
+      while (close < md.size() && md[close] == '`') {
+        ++close;
+      }
+    }
+    if (!found) {
+      out.append(n, '`');  // an unmatched run is literal text
+      i += n;
+      continue;
+    }
+    i = close + n;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cli: Markdown holds no HTML, mention, link or code break-out "
+    "that a name brought",
+    "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(OOMPLAN_TEST_OUTPUT) / "cli-hostile-md";
+  fs::create_directories(folder);
+  auto config = nlohmann::json::parse(oomplan::test::read_required_file(
+      std::string(OOMPLAN_TEST_DATA) + "/hf/llama-7b/config.json"));
+  // An unclosed comment would hide the verdict and every row after it; the
+  // rest would ping a user, link out, break out of a code span, a table.
+  config["_name_or_path"] =
+      "<!-- @octocat [x](http://e.com) www.evil.com a@b.io ``x` **b** | p";
+  std::ofstream(folder / "config.json", std::ios::binary) << config.dump();
+  const std::vector<std::vector<std::string>> commands = {
+      {folder.string(), "--gpus", "1xRTX4090", "--format", "markdown"},
+      {folder.string(), "--format", "markdown"},
+      {"fit", folder.string(), "--gpus", "A100-80", "--format", "markdown"},
+  };
+  for (const auto& args : commands) {
+    INFO(args.front());
+    const CliResult r = run_cli(args);
+    REQUIRE(r.code <= 1);
+    const std::string text = markdown_text(r.out);
+    CHECK(text.find('<') == std::string::npos);
+    CHECK(text.find("@octocat") == std::string::npos);
+    CHECK(text.find("@b.io") == std::string::npos);
+    CHECK(text.find("://") == std::string::npos);
+    CHECK(text.find("www.") == std::string::npos);
+    CHECK(text.find("](") == std::string::npos);
+    // Every table row keeps its column count: no '|' of the name split a
+    // cell (an escaped one is literal).
+    std::istringstream lines(r.out);
+    std::string line;
+    std::size_t cells = 0;
+    while (std::getline(lines, line)) {
+      if (line.starts_with("|")) {
+        std::size_t bars = 0;
+        for (std::size_t k = 0; k < line.size(); ++k) {
+          bars += line[k] == '|' && (k == 0 || line[k - 1] != '\\');
+        }
+        if (line.starts_with("|---") || cells == 0) {
+          cells = bars;
+        }
+        CHECK(bars == cells);
+      } else {
+        cells = 0;
+      }
+    }
+  }
+}

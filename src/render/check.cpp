@@ -202,7 +202,7 @@ std::string render_check_markdown(const CheckResult& result) {
                   gate_text(result)));
   put("");
   const std::vector<TableColumn> columns = {{""},
-                                            {"file"},
+                                            {"file", false, true},
                                             {"reader"},
                                             {"model"},
                                             {"GPUs"},
@@ -214,10 +214,9 @@ std::string render_check_markdown(const CheckResult& result) {
   for (const CheckRow& row : result.rows) {
     const Budget& b = row.plan.budget;
     const Fix* fix = row.first_fix();
-    rows.push_back({row.verdict == CheckVerdict::fits ? "✅" : "❌",
-                    fmt::format("`{}`", label(row)), row.reader,
-                    row.plan.model->name, gpus_text(row), gib(b.total_bytes()),
-                    gib(b.headroom_bytes()),
+    rows.push_back({row.verdict == CheckVerdict::fits ? "✅" : "❌", label(row),
+                    row.reader, row.plan.model->name, gpus_text(row),
+                    gib(b.total_bytes()), gib(b.headroom_bytes()),
                     std::string(check_verdict_name(row.verdict)),
                     fix != nullptr ? fix->title : ""});
   }
@@ -228,7 +227,7 @@ std::string render_check_markdown(const CheckResult& result) {
     put("");
     for (const CheckRow& row : result.rows) {
       for (const std::string& note : row.notes) {
-        put(fmt::format("- `{}`: {}", label(row), md_cell(note)));
+        put(fmt::format("- {}: {}", md_code(label(row), false), md_cell(note)));
       }
     }
   }
@@ -238,9 +237,10 @@ std::string render_check_markdown(const CheckResult& result) {
     put("");
     for (const CheckRow& row : result.rows) {
       if (const Fix* fix = row.first_fix()) {
-        put(fmt::format("- `{}`: {} (new peak {} GiB): `oomplan {}`",
-                        label(row), md_cell(fix->title), gib(fix->total_bytes),
-                        fix_args(row, *fix)));
+        put(fmt::format("- {}: {} (new peak {} GiB): {}",
+                        md_code(label(row), false), md_cell(fix->title),
+                        gib(fix->total_bytes),
+                        md_code("oomplan " + fix_args(row, *fix), false)));
       }
     }
   }

@@ -325,7 +325,7 @@ std::string render_diagnosis_markdown(const Diagnosis& d) {
     put("");
     std::string reason = binary_reason(d);
     reason[0] = static_cast<char>(std::toupper(reason[0]));
-    put(reason + ".");
+    put(md_cell(reason + "."));
     return out;
   }
   if (d.messages.empty()) {
@@ -339,36 +339,36 @@ std::string render_diagnosis_markdown(const Diagnosis& d) {
   put("");
   std::string head = headline(d);
   head[0] = 'O';
-  put(head + ".");
+  put(md_cell(head + "."));
   put("");
   const auto rows = fields(m);
   if (!rows.empty()) {
     put("| field | value |");
     put("|---|---:|");
     for (const auto& [label, value] : rows) {
-      put(fmt::format("| {} | {} |", label, value));
+      put(fmt::format("| {} | {} |", label, md_cell(value)));
     }
     put("");
   }
   if (!m.text.empty()) {
-    put("> " + m.text);
+    put("> " + md_cell(m.text));
     put("");
   }
   if (!d.evidence.empty()) {
     put("**Evidence**");
     put("");
     for (const std::string& e : d.evidence) {
-      put("- " + e);
+      put("- " + md_cell(e));
     }
     put("");
   }
   if (d.plan != nullptr) {
     put("**Plan**");
     put("");
-    put(plan_line(*d.plan) + ": " + plan_verdict(*d.plan) + ".");
+    put(md_cell(plan_line(*d.plan) + ": " + plan_verdict(*d.plan) + "."));
     put("");
     for (const std::string& e : d.plan_evidence) {
-      put("- " + e);
+      put("- " + md_cell(e));
     }
     if (!d.plan_evidence.empty()) {
       put("");
@@ -378,13 +378,13 @@ std::string render_diagnosis_markdown(const Diagnosis& d) {
     put("**Fixes**");
     put("");
     for (const OomFix& f : d.fixes) {
-      std::string line =
-          fmt::format("{}. **{}**: `{}`", f.rank, f.title, f.args);
+      std::string line = fmt::format("{}. **{}**: {}", f.rank, md_cell(f.title),
+                                     md_code(f.args, false));
       for (const std::string& l : f.launch) {
-        line += fmt::format(", `{}`", l);
+        line += ", " + md_code(l, false);
       }
-      line += fmt::format(" (cost: {}", f.cost);
-      line += f.group.empty() ? ")" : fmt::format("; {})", priced(f));
+      line += fmt::format(" (cost: {}", md_cell(f.cost));
+      line += f.group.empty() ? ")" : fmt::format("; {})", md_cell(priced(f)));
       put(line);
     }
   }

@@ -214,7 +214,9 @@ std::string render_fit_json(const FitResult& result, const Model& model,
 
 std::string render_fit_markdown(const FitResult& result, const Model& model,
                                 const std::string& model_arg) {
-  std::string out = "### " + header(result, model) + "\n";
+  std::string head = header(result, model);
+  head.pop_back();  // its newline
+  std::string out = "### " + md_cell(head) + "\n\n";
   if (result.plans.empty()) {
     fmt::format_to(std::back_inserter(out),
                    "No configuration fits within {} GPUs.\n", result.max_gpus);
@@ -225,13 +227,14 @@ std::string render_fit_markdown(const FitResult& result, const Model& model,
       "|\n|---:|---|---:|---:|---:|---:|---|---|\n";
   int rank = 0;
   for (const FitPlan& p : result.plans) {
-    fmt::format_to(std::back_inserter(out),
-                   "| {} | {}x {} | {} | {} | {} | {} | {} | `oomplan {}` |\n",
-                   ++rank, p.setup.total_gpus(), p.gpu->name,
-                   format_gib(p.total_bytes), format_gib(p.headroom_bytes),
-                   duration(p.time.step_s), rate(p.time.tokens_per_s),
-                   summary(p.setup),
-                   plan_args(model_arg, model, *p.gpu, p.request));
+    fmt::format_to(
+        std::back_inserter(out),
+        "| {} | {}x {} | {} | {} | {} | {} | {} | {} |\n", ++rank,
+        p.setup.total_gpus(), md_cell(p.gpu->name), format_gib(p.total_bytes),
+        format_gib(p.headroom_bytes), duration(p.time.step_s),
+        rate(p.time.tokens_per_s), md_cell(summary(p.setup)),
+        md_code("oomplan " + plan_args(model_arg, model, *p.gpu, p.request),
+                true));
   }
   return out;
 }

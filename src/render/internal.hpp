@@ -43,15 +43,28 @@ std::string fit_layout(const Resolved& setup);
 // "70.55B"
 std::string billions(std::int64_t params);
 
-// A Markdown table cell: '|' escaped (it would end the cell), line breaks as
-// spaces (they would end the table).
+// Markdown for GitHub (PR comments, step summaries), the one escaping rule
+// of the Markdown renderers: every string that may hold input (a name, a
+// file, a value a config or log holds) goes through md_cell or md_code.
+//
+// md_cell: prose, safe in a table cell, a list item or a heading. HTML's
+// specials become entities (no tag, no `<!--` that hides the rest), Markdown
+// punctuation is backslash-escaped (no emphasis, link, image or code span),
+// '|' cannot end a cell and line breaks become spaces; what GitHub links
+// without any syntax is broken by a code span: '@' (mentions and e-mail
+// autolinks) and the ':' of "://" and the '.' of "www." (URL autolinks).
 std::string md_cell(std::string_view text);
+// md_code: `text` as one inline code span whatever backticks it holds (the
+// fence is one longer than its longest run; CommonMark spans), line breaks
+// as spaces; `in_table`: its '|' escaped, as GitHub's tables require.
+std::string md_code(std::string_view text, bool in_table);
 
 // A table: each column as wide as its widest cell (counted in characters,
 // not bytes), numbers right-aligned; text for a terminal, or GitHub Markdown.
 struct TableColumn {
   std::string_view title;
   bool right = false;
+  bool code = false;  // Markdown: the cells as code spans (md_code)
 };
 std::string text_table(const std::vector<TableColumn>& columns,
                        const std::vector<std::vector<std::string>>& rows);

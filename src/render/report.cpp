@@ -244,14 +244,58 @@ std::string billions(std::int64_t params) {
 
 std::string md_cell(std::string_view text) {
   std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (c == '|') {
+  out.reserve(text.size() + 8);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const std::string_view rest = text.substr(i);
+    const bool after_www = i >= 3 && (text.substr(i - 3, 3) == "www" ||
+                                      text.substr(i - 3, 3) == "WWW");
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '@' || (c == ':' && rest.starts_with("://")) ||
+               (c == '.' && after_www)) {
+      out += '`';
+      out += c;
+      out += '`';
+    } else if (std::string_view("\\`*_[]!~|#").find(c) !=
+               std::string_view::npos) {
       out += '\\';
+      out += c;
+    } else {
+      out += c;
     }
-    out += c == '\n' || c == '\r' ? ' ' : c;
   }
   return out;
+}
+
+std::string md_code(std::string_view text, bool in_table) {
+  std::size_t longest = 0;
+  std::size_t run = 0;
+  std::string body;
+  body.reserve(text.size() + 4);
+  for (const char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (c == '\n' || c == '\r') {
+      body += ' ';
+    } else if (c == '|' && in_table) {
+      body += "\\|";
+    } else {
+      body += c;
+    }
+  }
+  // A span that starts or ends with a backtick, or is only spaces, needs one
+  // space inside each fence (CommonMark strips one from each end).
+  const bool pad = body.empty() || body.front() == '`' || body.back() == '`' ||
+                   body.find_first_not_of(' ') == std::string::npos;
+  const std::string fence(longest + 1, '`');
+  return pad ? fence + " " + body + " " + fence : fence + body + fence;
 }
 
 namespace {
@@ -307,8 +351,10 @@ std::string markdown_table(const std::vector<TableColumn>& columns,
   out += "\n" + rule + "\n";
   for (const auto& row : rows) {
     out += "|";
-    for (const std::string& cell : row) {
-      out += fmt::format(" {} |", md_cell(cell));
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const bool code = i < columns.size() && columns[i].code;
+      out +=
+          fmt::format(" {} |", code ? md_code(row[i], true) : md_cell(row[i]));
     }
     out += "\n";
   }
@@ -736,18 +782,19 @@ std::string render_json(const Plan& plan) {
 std::string render_markdown(const Plan& plan) {
   const Budget& b = plan.budget;
   Lines put;
-  put(fmt::format("### oomplan: {} on {} x {}", plan.model->name,
-                  plan.setup.total_gpus(), plan.gpu->name));
+  put(fmt::format("### oomplan: {} on {} x {}", md_cell(plan.model->name),
+                  plan.setup.total_gpus(), md_cell(plan.gpu->name)));
   put("");
-  put(fmt::format("`{}`",
-                  setup_line(*plan.model, plan.gpu, plan.request, plan.setup)));
+  put(md_code(setup_line(*plan.model, plan.gpu, plan.request, plan.setup),
+              false));
   put("");
   put("| component (per GPU) | GiB | of card | formula |");
   put("|---|---:|---:|---|");
   for (std::size_t i = 0; i < b.count; ++i) {
     const Component& c = b.components[i];
-    put(fmt::format("| {} | {} | {} | `{}` |", c.name, gib(c.bytes),
-                    percent(c.bytes, b.capacity_bytes), md_cell(c.formula)));
+    put(fmt::format("| {} | {} | {} | {} |", c.name, gib(c.bytes),
+                    percent(c.bytes, b.capacity_bytes),
+                    md_code(c.formula, true)));
   }
   put(fmt::format("| **total** | **{}** | **{}** | |", gib(b.total_bytes()),
                   percent(b.total_bytes(), b.capacity_bytes)));
@@ -763,7 +810,7 @@ std::string render_markdown(const Plan& plan) {
   }
   if (b.vllm && !b.vllm->error.empty()) {
     put("");
-    put(fmt::format("vLLM would not start: {}", b.vllm->error));
+    put(fmt::format("vLLM would not start: {}", md_cell(b.vllm->error)));
   }
   const auto warnings = warning_texts(plan);
   if (!warnings.empty()) {
@@ -771,7 +818,7 @@ std::string render_markdown(const Plan& plan) {
     put("Warnings:");
     put("");
     for (const auto& w : warnings) {
-      put(fmt::format("- {}", w));
+      put(fmt::format("- {}", md_cell(w)));
     }
   }
   if (!plan.fixes.empty()) {
@@ -779,10 +826,10 @@ std::string render_markdown(const Plan& plan) {
     put("| # | group | fix | new peak (GiB) | fits | cost | command |");
     put("|---:|---|---|---:|---|---|---|");
     for (const Fix& fix : plan.fixes) {
-      put(fmt::format("| {} | {} | {} | {} | {} | {} | `oomplan {}` |",
-                      fix.rank, fix_group_name(fix.group), md_cell(fix.title),
+      put(fmt::format("| {} | {} | {} | {} | {} | {} | {} |", fix.rank,
+                      fix_group_name(fix.group), md_cell(fix.title),
                       gib(fix.total_bytes), yes_no(fix.fits), md_cell(fix.cost),
-                      md_cell(fix_args(plan, fix))));
+                      md_code("oomplan " + fix_args(plan, fix), true)));
     }
   }
   return put.out;
@@ -852,20 +899,21 @@ std::string render_sizing_json(const Sizing& sizing) {
 
 std::string render_sizing_markdown(const Sizing& sizing) {
   Lines put;
-  put(fmt::format("### oomplan: the fewest GPUs for {}", sizing.model->name));
+  put(fmt::format("### oomplan: the fewest GPUs for {}",
+                  md_cell(sizing.model->name)));
   put("");
-  put(fmt::format("`{}`", sizing_line(sizing)));
+  put(md_code(sizing_line(sizing), false));
   put("");
   put("| GPU | GPUs | per GPU (GiB) | usable (GiB) | command |");
   put("|---|---:|---:|---:|---|");
   for (const SizingRow& row : sizing.rows) {
     if (row.fits) {
-      put(fmt::format("| {} | {} | {} | {} | `oomplan {}` |", row.gpu->name,
+      put(fmt::format("| {} | {} | {} | {} | {} |", md_cell(row.gpu->name),
                       row.count, gib(row.total_bytes), gib(row.usable_bytes),
-                      sizing_args(sizing, row)));
+                      md_code("oomplan " + sizing_args(sizing, row), true)));
     } else {
-      put(fmt::format("| {} | - | does not fit on {} | | |", row.gpu->name,
-                      sizing.max_gpus));
+      put(fmt::format("| {} | - | does not fit on {} | | |",
+                      md_cell(row.gpu->name), sizing.max_gpus));
     }
   }
   return put.out;
