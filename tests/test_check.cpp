@@ -871,3 +871,25 @@ TEST_CASE("check: a YAML merge (<<) plans as its keys written out", "[check]") {
   fs::remove(merged);
   fs::remove(written);
 }
+
+TEST_CASE("check: a file a config names is never quoted into the error",
+          "[check]") {
+  // A PR may point `deepspeed:` at any file; when it is not JSON, the error
+  // names the file, the line and the column, never its bytes (nlohmann's
+  // message carried "last read: '...'").
+  const std::string secret =
+      temp_file("check_secret.txt", "{\"a\": 1, TOKEN=hunter2-secret }\n");
+  const std::string args = temp_file(
+      "check_secret_args.json",
+      R"({"model_name_or_path": "meta-llama/Llama-3.1-8B", "deepspeed": ")" +
+          secret + R"("})");
+  const Cleanup cleanup{{secret, args}};
+  const auto direct = run_cli({"check", secret, "--gpus", "1xH100"});
+  const auto named = run_cli({"check", args, "--gpus", "1xH100"});
+  for (const auto& r : {direct, named}) {
+    CHECK(r.code == 2);
+    CHECK(r.err.find("hunter2") == std::string::npos);
+    CHECK(r.err.find("TOKEN") == std::string::npos);
+    CHECK_THAT(r.err, Catch::Contains("line 1, column"));
+  }
+}

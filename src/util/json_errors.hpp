@@ -15,8 +15,10 @@
 namespace oomplan {
 
 // Strips nlohmann's "[json.exception.type_error.302] " prefix (users need the
-// problem, not the exception id) and escapes the input bytes a parse error
-// quotes ("last read: '...'").
+// problem, not the exception id) and the bytes of the file a parse error
+// quotes ("; last read: '...'"): a config may name any file, and an error
+// about it must not copy that file's content into a CI log. The line and
+// column stay.
 inline std::string strip_json_prefix(const std::string& what) {
   std::string_view text = what;
   if (text.rfind("[json.exception.", 0) == 0) {
@@ -24,6 +26,10 @@ inline std::string strip_json_prefix(const std::string& what) {
     if (close != std::string_view::npos) {
       text.remove_prefix(close + 2);
     }
+  }
+  if (const auto quoted = text.find("; last read: '");
+      quoted != std::string_view::npos) {
+    text = text.substr(0, quoted);
   }
   return escape_for_message(text, 1000);
 }
