@@ -893,3 +893,28 @@ TEST_CASE("check: a file a config names is never quoted into the error",
     CHECK_THAT(r.err, Catch::Contains("line 1, column"));
   }
 }
+
+TEST_CASE(
+    "check: a DeepSpeed JSON that repeats a key is refused, as DeepSpeed "
+    "does; YAML keeps the last value with a note",
+    "[check]") {
+  const std::string ds =
+      temp_file("check_dup_ds.json",
+                R"({"zero_optimization": {"stage": 3, "stage": 0},
+          "train_micro_batch_size_per_gpu": 1})");
+  const std::string yaml =
+      temp_file("check_dup.yaml",
+                "base_model: meta-llama/Llama-3.1-8B\nsequence_len: 32768\n"
+                "sequence_len: 1024\nmicro_batch_size: 1\n");
+  const Cleanup cleanup{{ds, yaml}};
+  const auto refused =
+      run_cli({"check", ds, "--model", "llama3-8b", "--gpus", "1xH100"});
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.err,
+             Catch::Contains("key \"zero_optimization.stage\" appears twice"));
+  const json doc = check_json({yaml, "--gpus", "1xH100"});
+  const json& plan = doc["plans"][0];
+  CHECK(plan["setup"]["seq"] == 1024);  // PyYAML keeps the last value
+  CHECK_THAT(plan["notes"].dump(),
+             Catch::Contains("sequence_len") && Catch::Contains("twice"));
+}

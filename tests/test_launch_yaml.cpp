@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -51,4 +52,28 @@ TEST_CASE("launch yaml: << merges as PyYAML's flatten_mapping does",
                                     "mappings"));
   CHECK_THROWS_AS(parse_yaml_text("a: {<<: [1, 2]}\n", "bad.yaml"),
                   oomplan::Error);
+}
+
+TEST_CASE("launch: repeated keys keep the last value and are reported",
+          "[launch]") {
+  // Python's json.load and PyYAML keep the last value of a repeated key
+  // ({"a": 2} for '{"a": 1, "a": 2}').
+  std::vector<std::string> repeated;
+  const auto json = oomplan::launch::parse_json_text(
+      R"({"a": 1, "z": {"s": 3, "s": 2}, "a": 2, "l": [{"k": 1, "k": 1}]})",
+      "dup.json", &repeated);
+  CHECK(json["a"] == 2);
+  CHECK(json["z"]["s"] == 2);
+  CHECK(repeated == std::vector<std::string>{"z.s", "a", "l.k"});
+  std::vector<std::string> yaml_repeated;
+  const auto yaml = parse_yaml_text("a: 1\nb:\n  c: 1\n  c: 5\na: 3\n",
+                                    "dup.yaml", &yaml_repeated);
+  CHECK(yaml["a"] == 3);
+  CHECK(yaml["b"]["c"] == 5);
+  CHECK(yaml_repeated == std::vector<std::string>{"b.c", "a"});
+  // DeepSpeed's loader refuses them.
+  CHECK_THROWS_WITH(
+      oomplan::launch::refuse_repeated_keys(repeated, "ds.json"),
+      Catch::Contains("ds.json: key \"z.s\" appears twice in one object; "
+                      "DeepSpeed refuses such a file"));
 }

@@ -569,7 +569,9 @@ void fold_deepspeed(KeyReader& keys, std::string_view key, LaunchPlan& plan,
   if (v->is_string()) {
     const std::string path = v->get<std::string>();
     const std::string text = load_named(keys, key, path, load);
-    const Json loaded = parse_json_text(text, path);
+    std::vector<std::string> repeated;
+    const Json loaded = parse_json_text(text, path, &repeated);
+    refuse_repeated_keys(repeated, path);
     plan.included_files.push_back(path);
     fold_deepspeed_doc(loaded, path, path + ": ", plan, trainer);
   } else if (v->is_object()) {

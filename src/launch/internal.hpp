@@ -31,8 +31,18 @@ inline constexpr std::size_t k_max_echo = 60;  // characters of user text
 // Refuses text that is too large, holds NUL bytes or is not UTF-8.
 void check_text(std::string_view text, const std::string& origin);
 // Parse a JSON / YAML document (bounded). Throws Error "<origin>: ...".
-Json parse_json_text(std::string_view text, const std::string& origin);
-Json parse_yaml_text(std::string_view text, const std::string& origin);
+// `repeated`, when given, receives the dotted paths of the keys an object
+// repeats (at most k_max_repeated_keys); the value kept is the last, as
+// Python's json.load and PyYAML keep it.
+inline constexpr std::size_t k_max_repeated_keys = 16;
+Json parse_json_text(std::string_view text, const std::string& origin,
+                     std::vector<std::string>* repeated = nullptr);
+Json parse_yaml_text(std::string_view text, const std::string& origin,
+                     std::vector<std::string>* repeated = nullptr);
+// DeepSpeed's loader refuses a repeated key (runtime/config.py
+// dict_raise_error_on_duplicate_keys): an Error naming the first.
+void refuse_repeated_keys(const std::vector<std::string>& repeated,
+                          std::string_view origin);
 
 // User text for a message: quoted, control characters escaped, long text cut.
 std::string echo(std::string_view text);

@@ -204,6 +204,7 @@ struct Parsed {  // NOLINT(bugprone-exception-escape)
   // Files it names, as written (deepspeed:, fsdp_config:,
   // deepspeed_config_file:).
   std::vector<std::string> names;
+  std::vector<std::string> repeated;  // keys an object repeats
 };
 
 Parsed parse_file(const LaunchFile& file) {
@@ -221,8 +222,8 @@ Parsed parse_file(const LaunchFile& file) {
     p.format = Format::vllm;
     return p;
   }
-  p.doc = json ? parse_json_text(file.text, file.origin)
-               : parse_yaml_text(file.text, file.origin);
+  p.doc = json ? parse_json_text(file.text, file.origin, &p.repeated)
+               : parse_yaml_text(file.text, file.origin, &p.repeated);
   if (p.doc.is_array() ||
       (p.doc.is_object() && p.doc.contains("plans") && p.doc.size() == 1)) {
     p.format = Format::plans;
@@ -239,6 +240,9 @@ Parsed parse_file(const LaunchFile& file) {
         file.origin));
   }
   p.format = *format;
+  if (p.format == Format::deepspeed) {
+    refuse_repeated_keys(p.repeated, file.origin);
+  }
   const auto name = [&](const char* k) {
     if (p.doc.contains(k) && p.doc[k].is_string()) {
       p.names.push_back(p.doc[k].get<std::string>());
@@ -289,6 +293,12 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
   plan.file = origin;
   plan.reader = std::string(format_name(p.format));
   plan.framework = plan.reader;
+  for (const std::string& key : p.repeated) {
+    plan.notes.push_back(fmt::format(
+        "key {} appears twice; the last value is used, as the framework's "
+        "loader (PyYAML, Python's json) keeps it",
+        echo(key)));
+  }
   if (p.format == Format::vllm) {
     read_vllm(p.file->text, plan);
     apply_framework_defaults(plan);

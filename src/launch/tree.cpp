@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -175,9 +176,10 @@ Json resolve_plain(const std::string& s) {
 
 class YamlConverter {
  public:
-  explicit YamlConverter(const std::string& origin) : m_origin(origin) {}
+  YamlConverter(const std::string& origin, std::vector<std::string>* repeated)
+      : m_origin(origin), m_repeated(repeated) {}
 
-  Json convert(const YAML::Node& node, int depth) {
+  Json convert(const YAML::Node& node, int depth, const std::string& path) {
     if (++m_values > k_max_values) {
       throw Error(fmt::format(
           "{}: holds more than {} values (YAML aliases expand to that many); "
@@ -197,23 +199,29 @@ class YamlConverter {
       case YAML::NodeType::Sequence: {
         Json out = Json::array();
         for (const auto& item : node) {
-          out.push_back(convert(item, depth + 1));
+          out.push_back(convert(item, depth + 1, path));
         }
         return out;
       }
       case YAML::NodeType::Map:
-        return mapping(node, depth);
+        return mapping(node, depth, path);
     }
     return nullptr;
   }
 
  private:
+  void note_repeated(const std::string& path) {
+    if (m_repeated != nullptr && m_repeated->size() < k_max_repeated_keys) {
+      m_repeated->push_back(path);
+    }
+  }
+
   // PyYAML's SafeConstructor (yaml/constructor.py construct_mapping after
   // flatten_mapping): the keys a `<<` merge brings come first, the
   // mapping's own keys after them and win; a repeated key keeps its last
   // value. Only a plain `<<` merges (a quoted '<<' is a key, as in PyYAML's
   // resolver).
-  Json mapping(const YAML::Node& node, int depth) {
+  Json mapping(const YAML::Node& node, int depth, const std::string& path) {
     Json merged = Json::object();
     Json own = Json::object();
     for (const auto& item : node) {
@@ -226,11 +234,15 @@ class YamlConverter {
       }
       if (key.Scalar() == "<<" &&
           (key.Tag() == "?" || key.Tag() == "tag:yaml.org,2002:merge")) {
-        merge(merged, item.second, depth);
+        merge(merged, item.second, depth, path);
         continue;
       }
       count_text(key.Scalar().size());
-      own[key.Scalar()] = convert(item.second, depth + 1);
+      const std::string child = join_path(path, key.Scalar());
+      if (own.contains(key.Scalar())) {
+        note_repeated(child);
+      }
+      own[key.Scalar()] = convert(item.second, depth + 1, child);
     }
     merged.update(own);  // overwrites the merged keys the mapping repeats
     return merged;
@@ -238,7 +250,8 @@ class YamlConverter {
 
   // flatten_mapping: `<<: *a` merges one mapping; `<<: [*a, *b]` several,
   // the first of them winning a key they share.
-  void merge(Json& into, const YAML::Node& value, int depth) {
+  void merge(Json& into, const YAML::Node& value, int depth,
+             const std::string& path) {
     std::vector<YAML::Node> sources;
     if (value.IsMap()) {
       sources.push_back(value);
@@ -256,7 +269,7 @@ class YamlConverter {
           m_origin, value.Mark().line + 1));
     }
     for (const YAML::Node& source : sources) {
-      into.update(convert(source, depth + 1));
+      into.update(convert(source, depth + 1, path));
     }
   }
 
@@ -291,6 +304,7 @@ class YamlConverter {
   }
 
   const std::string& m_origin;
+  std::vector<std::string>* m_repeated = nullptr;
   long m_values = 0;
   std::size_t m_text = 0;
 };
@@ -363,17 +377,64 @@ void check_text(std::string_view text, const std::string& origin) {
   }
 }
 
-Json parse_json_text(std::string_view text, const std::string& origin) {
+Json parse_json_text(std::string_view text, const std::string& origin,
+                     std::vector<std::string>* repeated) {
   check_depth(text, origin);
+  // Each open object's path and keys, to find the keys it repeats; the value
+  // kept is the last, as Python's json.load keeps it.
+  struct Frame {
+    std::string path;
+    bool object = false;
+    std::unordered_set<std::string> keys;
+    std::string last_key;
+  };
+  std::vector<Frame> open;
+  const auto child_path = [&] {
+    if (open.empty()) {
+      return std::string();
+    }
+    const Frame& f = open.back();
+    return f.object ? join_path(f.path, f.last_key) : f.path;
+  };
+  const Json::parser_callback_t track =
+      [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+        using Event = Json::parse_event_t;
+        if (event == Event::object_start || event == Event::array_start) {
+          open.push_back({child_path(), event == Event::object_start, {}, {}});
+        } else if ((event == Event::object_end || event == Event::array_end) &&
+                   !open.empty()) {
+          open.pop_back();
+        } else if (event == Event::key && !open.empty() && parsed.is_string()) {
+          Frame& f = open.back();
+          f.last_key = parsed.get<std::string>();
+          if (!f.keys.insert(f.last_key).second && repeated != nullptr &&
+              repeated->size() < k_max_repeated_keys) {
+            repeated->push_back(join_path(f.path, f.last_key));
+          }
+        }
+        return true;
+      };
   try {
-    return Json::parse(text.begin(), text.end());
+    return Json::parse(text.begin(), text.end(), track);
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: is not valid JSON: {}", origin,
                             strip_json_prefix(e.what())));
   }
 }
 
-Json parse_yaml_text(std::string_view text, const std::string& origin) {
+void refuse_repeated_keys(const std::vector<std::string>& repeated,
+                          std::string_view origin) {
+  if (!repeated.empty()) {
+    throw Error(fmt::format(
+        "{}: key {} appears twice in one object; DeepSpeed refuses such a "
+        "file (runtime/config.py dict_raise_error_on_duplicate_keys): keep "
+        "one",
+        origin, echo(repeated.front())));
+  }
+}
+
+Json parse_yaml_text(std::string_view text, const std::string& origin,
+                     std::vector<std::string>* repeated) {
   check_depth(text, origin);
   std::vector<YAML::Node> docs;
   try {
@@ -407,8 +468,8 @@ Json parse_yaml_text(std::string_view text, const std::string& origin) {
     return nullptr;
   }
   try {
-    YamlConverter converter(origin);
-    return converter.convert(*first, 0);
+    YamlConverter converter(origin, repeated);
+    return converter.convert(*first, 0, "");
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}: line {}: is not valid YAML: {}", origin,
                             e.mark.line + 1, e.msg));
