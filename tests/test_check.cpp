@@ -918,3 +918,15 @@ TEST_CASE(
   CHECK_THAT(plan["notes"].dump(),
              Catch::Contains("sequence_len") && Catch::Contains("twice"));
 }
+
+TEST_CASE("check: the report names the files a config brought in", "[check]") {
+  const std::string ds = temp_file(
+      "check_named_ds.json",
+      R"({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})");
+  const std::string args = temp_file(
+      "check_named_args.json",
+      R"({"model_name_or_path": "meta-llama/Llama-3.1-8B", "deepspeed": "check_named_ds.json"})");
+  const Cleanup cleanup{{ds, args}};
+  const auto r = run_cli({"check", args, "--gpus", "2xH100"});
+  CHECK_THAT(r.out, Catch::Contains("read with check_named_ds.json"));
+}

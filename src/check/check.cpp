@@ -138,6 +138,13 @@ CheckRow check_plan(const LaunchPlan& launch, const CheckTarget& target,
   row.unused_keys = launch.unused_keys;
   row.unknown_keys = launch.unknown_keys;
   row.notes = launch.notes;
+  if (!launch.included_files.empty()) {
+    // Which files the plan comes from; a path a config names is read
+    // relative to that config's folder, as the frameworks open it.
+    row.notes.push_back(fmt::format(
+        "read with {} (a path a config names is looked up beside the config)",
+        fmt::join(launch.included_files, ", ")));
+  }
   row.notes.insert(row.notes.end(), target.notes.begin(), target.notes.end());
   row.notes.insert(row.notes.end(), setup.notes.begin(), setup.notes.end());
   try {
