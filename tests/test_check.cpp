@@ -930,3 +930,22 @@ TEST_CASE("check: the report names the files a config brought in", "[check]") {
   const auto r = run_cli({"check", args, "--gpus", "2xH100"});
   CHECK_THAT(r.out, Catch::Contains("read with check_named_ds.json"));
 }
+
+TEST_CASE("check: a file name that is not UTF-8 is a verdict, not exit 3",
+          "[check]") {
+  // nlohmann refuses to write invalid UTF-8 (type_error.316): the JSON shows
+  // the byte as U+FFFD, the text report as \xff.
+  const std::string ds = temp_file(
+      "check_name_\xff.json",
+      R"({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})");
+  const Cleanup cleanup{{ds}};
+  const auto r = run_cli(
+      {"check", ds, "--model", "llama3-8b", "--gpus", "1xH100", "--json"});
+  CHECK(r.code == 1);
+  const json doc = json::parse(r.out);
+  CHECK_THAT(doc["plans"][0]["file"].get<std::string>(),
+             Catch::EndsWith("check_name_\xef\xbf\xbd.json"));
+  const auto text =
+      run_cli({"check", ds, "--model", "llama3-8b", "--gpus", "1xH100"});
+  CHECK_THAT(text.out, Catch::Contains("check_name_\\xff.json"));
+}

@@ -4,6 +4,7 @@
 // (setup/options.hpp), plus the entry's own keys in the table below.
 
 #include "launch/internal.hpp"
+#include "util/json_errors.hpp"
 
 #include "oomplan/setup/options.hpp"
 #include "oomplan/util/error.hpp"
@@ -128,7 +129,7 @@ std::optional<std::string> value_text(const Json& v, const std::string& where,
     return v.get<bool>() ? "true" : "false";
   }
   if (v.is_number_integer()) {
-    return v.dump();
+    return json_text(v);
   }
   return number_text(v.get<double>());
 }

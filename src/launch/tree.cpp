@@ -509,9 +509,9 @@ std::string echo_json(const Json& value) {
     return "a list";
   }
   if (value.is_number() || value.is_boolean() || value.is_null()) {
-    return value.dump();
+    return json_text(value);
   }
-  return echo(value.dump());
+  return echo(json_text(value));
 }
 
 std::string join_path(std::string_view base, std::string_view key) {

@@ -6,6 +6,7 @@
 // written; one the framework cannot express goes to `unwritten`.
 
 #include "launch/internal.hpp"
+#include "util/json_errors.hpp"
 
 #include "oomplan/launch/launch.hpp"
 
@@ -382,7 +383,7 @@ Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
 void push_ds(const Resolved& s, Out& out) {
   deepspeed_limits(s, out);
   out.w.blocks.push_back(
-      {"DeepSpeed", deepspeed_doc(s).dump(), std::string(k_ds_file)});
+      {"DeepSpeed", json_text(deepspeed_doc(s)), std::string(k_ds_file)});
 }
 
 void torchrun_block(const Resolved& s, Out& out) {
@@ -410,7 +411,7 @@ void write_hf(const Resolved& s, const Model& model, bool trl,
     push_ds(s, out);
   }
   out.w.blocks.push_back(
-      {trl ? "TRL" : "HF Trainer", doc.dump(), std::string(k_args_file)});
+      {trl ? "TRL" : "HF Trainer", json_text(doc), std::string(k_args_file)});
   torchrun_block(s, out);
 }
 
@@ -464,9 +465,10 @@ void write_accelerate(const Resolved& s, const Model& model, Out& out) {
   // before it (launch.hpp read_launch_files), as `accelerate launch
   // --config_file accelerate_config.yaml train.py train_args.json` runs it.
   const Json args = hf_args(s, model, false, false, out);
-  out.w.blocks.push_back({"HF Trainer", args.dump(), std::string(k_args_file)});
   out.w.blocks.push_back(
-      {"accelerate", cfg.dump(), std::string(k_accelerate_file)});
+      {"HF Trainer", json_text(args), std::string(k_args_file)});
+  out.w.blocks.push_back(
+      {"accelerate", json_text(cfg), std::string(k_accelerate_file)});
 }
 
 // ---- torchtune recipe config (recipes/*_finetune_*.py, the model builders
@@ -619,7 +621,8 @@ void write_torchtune(const Resolved& s, const Model& model, Out& out) {
   if (s.tp > 1) {
     doc["tensor_parallel_dim"] = s.tp;
   }
-  out.w.blocks.push_back({"torchtune", doc.dump(), "torchtune_config.yaml"});
+  out.w.blocks.push_back(
+      {"torchtune", json_text(doc), "torchtune_config.yaml"});
   torchrun_block(s, out);
 }
 
@@ -701,7 +704,7 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
     doc["deepspeed"] = k_ds_file;
     push_ds(s, out);
   }
-  out.w.blocks.push_back({"axolotl", doc.dump(), "axolotl_config.yaml"});
+  out.w.blocks.push_back({"axolotl", json_text(doc), "axolotl_config.yaml"});
 }
 
 // ---- LLaMA-Factory (hparams/model_args.py, finetuning_args.py,
@@ -793,7 +796,7 @@ void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
     push_ds(s, out);
   }
   out.w.blocks.push_back(
-      {"LLaMA-Factory", doc.dump(), "llama_factory_config.yaml"});
+      {"LLaMA-Factory", json_text(doc), "llama_factory_config.yaml"});
   torchrun_block(s, out);
 }
 

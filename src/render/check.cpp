@@ -1,6 +1,7 @@
 #include "oomplan/render/check.hpp"
 
 #include "render/internal.hpp"
+#include "util/json_errors.hpp"
 
 #include "oomplan/setup/options.hpp"
 #include "oomplan/util/units.hpp"
@@ -192,7 +193,7 @@ std::string render_check_json(const CheckResult& result) {
   doc["schema"] = "oomplan.check/1";
   doc["fits"] = result.fits();
   doc["plans"] = plans;
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string render_check_markdown(const CheckResult& result) {

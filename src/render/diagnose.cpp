@@ -2,6 +2,7 @@
 
 #include "diagnose/internal.hpp"
 #include "render/internal.hpp"
+#include "util/json_errors.hpp"
 
 #include "oomplan/plan/plan.hpp"
 #include "oomplan/render/diagnose.hpp"
@@ -311,7 +312,7 @@ std::string render_diagnosis_json(const Diagnosis& d) {
   }
   // Every string is valid UTF-8 (the scanner replaces invalid bytes), so
   // dump cannot throw; replace anyway rather than let a library error out.
-  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string render_diagnosis_markdown(const Diagnosis& d) {

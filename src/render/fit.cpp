@@ -1,4 +1,5 @@
 #include "render/internal.hpp"
+#include "util/json_errors.hpp"
 
 #include "oomplan/memory/vllm.hpp"
 #include "oomplan/render/report.hpp"
@@ -209,7 +210,7 @@ std::string render_fit_json(const FitResult& result, const Model& model,
     });
   }
   doc["plans"] = plans;
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string render_fit_markdown(const FitResult& result, const Model& model,

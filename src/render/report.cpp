@@ -1,6 +1,7 @@
 #include "oomplan/render/report.hpp"
 
 #include "render/internal.hpp"
+#include "util/json_errors.hpp"
 
 #include "oomplan/advice/sizing.hpp"
 #include "oomplan/setup/options.hpp"
@@ -776,7 +777,7 @@ std::string render_json(const Plan& plan) {
                  {"offload_s", t.offload_s},
                  {"tokens_per_s", t.tokens_per_s},
                  {"usd_per_mtok", t.usd_per_mtok}};
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string render_markdown(const Plan& plan) {
@@ -894,7 +895,7 @@ std::string render_sizing_json(const Sizing& sizing) {
          {"fits", row.fits}});
   }
   doc["options"] = rows;
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string render_sizing_markdown(const Sizing& sizing) {
@@ -1022,7 +1023,7 @@ std::string render_models_json(const Catalog& catalog) {
   Json doc;
   doc["schema"] = "oomplan.models/1";
   doc["models"] = models;
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string render_gpus_text(const Catalog& catalog) {
@@ -1070,7 +1071,7 @@ std::string render_gpus_json(const Catalog& catalog) {
   doc["schema"] = "oomplan.gpus/1";
   doc["gpus"] = gpus;
   doc["instances"] = instances;
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 }  // namespace oomplan

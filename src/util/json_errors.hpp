@@ -34,6 +34,14 @@ inline std::string strip_json_prefix(const std::string& what) {
   return escape_for_message(text, 1000);
 }
 
+// `doc` as JSON text, a byte that is not UTF-8 (a file name, a YAML value)
+// written as U+FFFD instead of nlohmann's type_error.316, which would make
+// bad input an internal error (exit 3). Every dump of oomplan's goes here.
+template <typename Json>
+std::string json_text(const Json& doc, int indent = -1) {
+  return doc.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 // Deepest nesting a config or catalog may have. Real files nest 4 levels
 // (quantization_config.config_groups.group_0.weights); nlohmann parses any
 // depth, but copying and printing a value recurse once per level, so a 16 MB
