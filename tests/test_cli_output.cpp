@@ -14,6 +14,7 @@
 #include <sstream>
 #include <streambuf>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using oomplan::test::CliResult;
@@ -236,4 +237,19 @@ TEST_CASE(
       }
     }
   }
+}
+
+TEST_CASE("cli: a model folder that cannot be entered says so", "[cli]") {
+  if (geteuid() == 0) {
+    WARN("skipped: root enters every folder");
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(OOMPLAN_TEST_OUTPUT) / "cli-locked-model";
+  fs::create_directories(folder);
+  fs::permissions(folder, fs::perms::none);
+  const CliResult r = run_cli({folder.string(), "--gpus", "1xH100"});
+  fs::permissions(folder, fs::perms::owner_all);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("Permission denied"));
 }

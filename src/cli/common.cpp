@@ -239,7 +239,14 @@ void load_model(const Catalog& catalog, const std::string& arg,
     if (fs::is_directory(path, ec)) {
       config = path / "config.json";
       folder = path;
-      if (!fs::exists(config, ec)) {
+      const bool found = fs::exists(config, ec);
+      if (ec) {
+        // A folder that cannot be entered (EACCES) is not one without
+        // config.json.
+        throw Error(
+            fmt::format("cannot look into '{}': {}", arg, ec.message()));
+      }
+      if (!found) {
         throw Error(fmt::format(
             "'{}' is a folder without config.json; give a Hugging Face model "
             "folder or a catalog name (see oomplan models)",

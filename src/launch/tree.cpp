@@ -244,7 +244,11 @@ class YamlConverter {
       }
       own[key.Scalar()] = convert(item.second, depth + 1, child);
     }
-    merged.update(own);  // overwrites the merged keys the mapping repeats
+    // Own keys overwrite the merged ones. Assigned one by one: update()
+    // leaves JSON_DIAGNOSTICS' parent links stale (nlohmann 3.11.2).
+    for (auto it = own.begin(); it != own.end(); ++it) {
+      merged[it.key()] = *it;
+    }
     return merged;
   }
 
@@ -269,7 +273,10 @@ class YamlConverter {
           m_origin, value.Mark().line + 1));
     }
     for (const YAML::Node& source : sources) {
-      into.update(convert(source, depth + 1, path));
+      const Json part = convert(source, depth + 1, path);
+      for (auto it = part.begin(); it != part.end(); ++it) {
+        into[it.key()] = *it;
+      }
     }
   }
 
