@@ -7,6 +7,7 @@ same blocks in the same pages.
 
 Usage: python3 tests/regen_readme.py [build/oomplan]
 """
+import os
 import shlex
 import subprocess
 import sys
@@ -14,6 +15,10 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 binary = str(Path(sys.argv[1]).resolve()) if len(sys.argv) > 1 else str(root / "build" / "oomplan")
+
+
+hermetic = dict(os.environ, HF_HUB_CACHE="", HUGGINGFACE_HUB_CACHE="", HF_HOME="",
+                XDG_CACHE_HOME="", HOME="")
 
 
 def regenerate(page):
@@ -32,8 +37,9 @@ def regenerate(page):
                 command = lines[i]
                 # From the repository root, as the test runs them: examples
                 # name files by their repository path (tests/data/...).
+                # No Hugging Face cache, as the test runs them (run_binary).
                 run = subprocess.run([binary] + shlex.split(command[len("$ oomplan "):]),
-                                     capture_output=True, text=True, cwd=root)
+                                     capture_output=True, text=True, cwd=root, env=hermetic)
                 out.append(command)
                 out.extend((run.stdout + run.stderr).rstrip("\n").split("\n"))
             i += 1

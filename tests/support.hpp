@@ -125,7 +125,10 @@ inline CliResult run_binary(const std::string& command) {
   if (fd >= 0) {
     close(fd);
   }
+  // No Hugging Face cache: MODEL resolves as in-process (Environment{}),
+  // whatever the machine's HOME holds.
   const std::string line =
+      "HF_HUB_CACHE= HUGGINGFACE_HUB_CACHE= HF_HOME= XDG_CACHE_HOME= HOME= " +
       std::string(OOMPLAN_BINARY) + " " + command + " 2>" + err_path;
   CliResult result;
   FILE* pipe = popen(line.c_str(), "r");

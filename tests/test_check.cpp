@@ -309,25 +309,27 @@ TEST_CASE("check: --model and --gpus fill what a DeepSpeed config leaves out",
                            "own GPU count\n");
 }
 
-TEST_CASE(
-    "check: a model the catalog does not know is exit 2 unless --model "
-    "names one",
-    "[check]") {
-  // axolotl's base_model NousResearch/Meta-Llama-3.1-8B is not in the
-  // catalog under that id.
-  const auto r = run_cli({"check", k_axolotl_fft, "--gpus", "H100"});
+TEST_CASE("check: a model nothing resolves is exit 2 unless --model names one",
+          "[check]") {
+  // A LLaMA-Factory file naming a model no step resolves: not a path, not in
+  // the catalog, no cache (run_cli's Environment has none), no mirror.
+  const std::string file =
+      std::string(OOMPLAN_TEST_OUTPUT) + "/check_unknown_model.yaml";
+  std::ofstream(file) << "model_name_or_path: acme/Nothing-Like-It-9B\n"
+                         "stage: sft\nfinetuning_type: lora\n";
+  const auto r = run_cli({"check", file, "--gpus", "H100"});
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::StartsWith("oomplan: error: " + k_axolotl_fft +
-                                      ": base_model: unknown model "
-                                      "'NousResearch/Meta-Llama-3.1-8B'"));
+  CHECK_THAT(r.err, Catch::StartsWith("oomplan: error: " + file +
+                                      ": model_name_or_path: unknown model "
+                                      "'acme/Nothing-Like-It-9B'"));
   CHECK_THAT(r.err, Catch::EndsWith("(--model NAME plans another model)\n"));
   CHECK(lines(r.err) == 1);
   const json doc =
-      check_json({k_axolotl_fft, "--model", "llama3.1-8b", "--gpus", "H100"});
+      check_json({file, "--model", "llama3.1-8b", "--gpus", "H100"});
   CHECK(doc["plans"][0]["model"]["name"] == "llama-3.1-8b");
   CHECK(doc["plans"][0]["notes"].dump().find(
             "--model llama3.1-8b (command line) wins over the file's "
-            "base_model (NousResearch/Meta-Llama-3.1-8B)") !=
+            "model_name_or_path (acme/Nothing-Like-It-9B)") !=
         std::string::npos);
 }
 

@@ -58,8 +58,9 @@ TEST_CASE("cli: the text report has the setup line, the table and the verdict",
           "[cli]") {
   const auto r = run_cli(words(k_readme_args));
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::StartsWith("llama-3-70b (70.55B params) on 4 x "
-                                      "A100-80: infer (hf), seq 8192"));
+  CHECK_THAT(r.out,
+             Catch::StartsWith("llama-3-70b (70.55B params, catalog) on 4 x "
+                               "A100-80: infer (hf), seq 8192"));
   CHECK_THAT(r.out, Catch::Contains("\n  weights "));
   CHECK_THAT(r.out, Catch::Contains("\n  kv_cache "));
   CHECK_THAT(r.out, Catch::Contains("\n  total "));
@@ -418,7 +419,9 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
   };
   const std::vector<Case> cases = {
       {"lama3-70b --gpus 4xA100-80",
-       "unknown model 'lama3-70b'; did you mean llama3-70b?"},
+       "unknown model 'lama3-70b' (not in the catalog); did you mean "
+       "llama-3-70b or llama-2-70b? Otherwise pass a config.json path or a "
+       "model folder"},
       {"llama3-70b --gpus 4xA100-90",
        "unknown GPU 'A100-90'; did you mean A100-80?"},
       {"llama3-70b --gpus 4xA100-80 --seq 0",
@@ -533,8 +536,8 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
        "catalog name, see oomplan models, a Hugging Face id or a config.json "
        "path)"},
       {"gpt2 --gpus 1xH100",
-       "unknown model 'gpt2'; `oomplan models` lists the catalog, or pass a "
-       "config.json path"},
+       "unknown model 'gpt2' (not in the catalog); `oomplan models` lists the "
+       "catalog, or pass a config.json path or a model folder"},
       {"help me",
        "oomplan help takes one command: plan, fit, models, gpus, check, "
        "diagnose"},

@@ -321,9 +321,9 @@ TEST_CASE(
 
   const auto text = run_cli(with({"diagnose", corpus(k_lerf)}, setup));
   CHECK(text.code == 0);
-  CHECK_THAT(text.out,
-             Catch::Contains("\nplan: llama-3-8b (8.03B params) on 1 x "
-                             "RTX4090: lora, seq 4096"));
+  CHECK_THAT(text.out, Catch::Contains(
+                           "\nplan: llama-3-8b (8.03B params, catalog) on 1 x "
+                           "RTX4090: lora, seq 4096"));
   CHECK_THAT(text.out, Catch::Contains(fmt::format(
                            "  4. {}\n     oomplan {}\n",
                            plan.at("fixes")[0].at("title").get<std::string>(),

@@ -105,7 +105,8 @@ TEST_CASE("report: text shows the setup, the per-GPU table and the verdict",
       // 32 x (4 x 4096^2 x 10/16 [q,o full; k,v at 8/32 heads] +
       // 3 x 4096 x 14336 + 2 x 4096 [norms]) + 2 x 32000 x 4096 + 4096
       // = 7,241,732,096 parameters.
-      "toy-7b (7.24B params) on 2 x G80: infer (hf), seq 8192, batch 1, "
+      "toy-7b (7.24B params, catalog) on 2 x G80: infer (hf), seq 8192, batch "
+      "1, "
       "bf16, weights bf16, kv bf16, tp 2, pp 1, dp 1, attn flash\n"
       "\n"
       "per GPU               GiB   of card\n"

@@ -1,6 +1,7 @@
 #include "oomplan/check/check.hpp"
 
 #include "oomplan/advice/advice.hpp"
+#include "oomplan/model/catalog.hpp"
 #include "oomplan/setup/options.hpp"
 #include "oomplan/util/error.hpp"
 
@@ -150,6 +151,11 @@ CheckRow check_plan(const LaunchPlan& launch, const CheckTarget& target,
   try {
     row.plan = make_plan(*target.model, *target.gpu, setup.setup,
                          target.model_arg, advisor(cards));
+    row.plan.origin = target.origin;
+    if (target.origin.step == ModelStep::hf_cache ||
+        target.origin.step == ModelStep::mirror) {
+      row.notes.push_back(origin_phrase(*target.model, target.origin));
+    }
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", where, e.what()));
   }

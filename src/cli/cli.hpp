@@ -39,6 +39,15 @@ struct Environment {
   // Why `in` cannot be read ("standard input is closed"), found before
   // reading: a closed or unreadable stream reads as an empty one.
   std::optional<std::string> in_problem;
+  // The Hugging Face cache's variables, as huggingface_hub/constants.py reads
+  // them: HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
+  // XDG_CACHE_HOME/huggingface/hub, else HOME/.cache/huggingface/hub. All
+  // unset (the tests' default): no cache is looked into.
+  std::optional<std::string> hf_hub_cache;
+  std::optional<std::string> huggingface_hub_cache;
+  std::optional<std::string> hf_home;
+  std::optional<std::string> xdg_cache_home;
+  std::optional<std::string> home;
 };
 
 // Runs oomplan with `args` (without the program name), writing to `out` and

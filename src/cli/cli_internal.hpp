@@ -177,14 +177,22 @@ void render_into(Runtime& rt, const OutputOptions& o, Format format, Text text,
 // The built-in catalog merged with --catalog DIR's *.json files (sorted).
 Catalog load_catalog(const std::string& dir, Runtime& rt);
 
-// MODEL is a catalog name, alias or HF id, or a path to a config.json or to a
-// folder holding one (checked first: a local path wins over a catalog name).
+// MODEL resolved offline (models.cpp; docs/models.md, "How a name is
+// resolved"): a path to a config.json or to a folder holding one (a local path
+// wins), the catalog by name, alias or HF id, the Hugging Face cache, then a
+// single catalog model the name mirrors under another org. Throws Error with
+// the closest catalog names when nothing resolves it.
 struct LoadedModel {
   Model imported;
   const Model* model = nullptr;
+  ModelOrigin origin;
 };
 void load_model(const Catalog& catalog, const std::string& arg,
-                LoadedModel& loaded);
+                const Environment& env, LoadedModel& loaded);
+
+// The Hugging Face hub cache folder `env` names (Environment's order), or
+// nullopt when it names none.
+std::optional<std::filesystem::path> hub_cache_folder(const Environment& env);
 
 // --gpus NxNAME or an instance: the card and its count (Error otherwise).
 GpuSpec counted_gpus(const Catalog& catalog, const std::string& text);

@@ -90,8 +90,8 @@ FileLoader file_loader() {
 // The model of one plan: --model when given (it wins over the file, with a
 // note when the file names another), else the file's model or the first of
 // its aliases that resolves.
-const Model* plan_model(const Catalog& catalog, const LaunchPlan& launch,
-                        const std::string& where,
+const Model* plan_model(const Catalog& catalog, const Environment& env,
+                        const LaunchPlan& launch, const std::string& where,
                         const std::string& model_option,
                         const Model* model_given,
                         std::deque<LoadedModel>& store, CheckTarget& target) {
@@ -110,14 +110,16 @@ const Model* plan_model(const Catalog& catalog, const LaunchPlan& launch,
   std::optional<std::string> first_error;
   const Model* from_file = nullptr;
   std::string from_file_arg;
+  ModelOrigin from_file_origin;
   for (const std::string& candidate : candidates) {
     std::error_code ec;
     const bool on_disk = fs::exists(fs::path(candidate), ec);
     store.emplace_back();
     try {
-      load_model(catalog, candidate, store.back());
+      load_model(catalog, candidate, env, store.back());
       from_file = store.back().model;
       from_file_arg = candidate;
+      from_file_origin = store.back().origin;
       break;
     } catch (const Error& e) {
       if (on_disk && model_given == nullptr) {
@@ -141,6 +143,7 @@ const Model* plan_model(const Catalog& catalog, const LaunchPlan& launch,
   }
   if (from_file != nullptr) {
     target.model_arg = from_file_arg;
+    target.origin = from_file_origin;
     return from_file;
   }
   if (first_error) {
@@ -237,6 +240,7 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
   }
   std::deque<LoadedModel> models;  // stable addresses: plans point into it
   const Model* model_given = nullptr;
+  ModelOrigin given_origin;
   if (app.count("--model") > 0) {
     if (o.model.empty()) {
       throw Error(
@@ -244,8 +248,9 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
           "config.json path");
     }
     models.emplace_back();
-    load_model(catalog, o.model, models.back());
+    load_model(catalog, o.model, rt.env, models.back());
     model_given = models.back().model;
+    given_origin = models.back().origin;
   }
 
   std::vector<LaunchFile> files;
@@ -266,8 +271,11 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
                                     const std::string& where) {
     CheckTarget target;
     target.gpu = plan_card(catalog, cli_card, o.gpus, launch, where, target);
-    target.model = plan_model(catalog, launch, where, o.model, model_given,
-                              models, target);
+    target.model = plan_model(catalog, rt.env, launch, where, o.model,
+                              model_given, models, target);
+    if (model_given != nullptr) {
+      target.origin = given_origin;
+    }
     return target;
   };
   const CheckResult result = check_plans(plans, resolve, options, catalog.gpus);

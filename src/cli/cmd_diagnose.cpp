@@ -145,13 +145,14 @@ int run_diagnose(const DiagnoseOptions& o, const CLI::App& app, Runtime& rt) {
   std::optional<Plan> plan;
   if (!o.model.empty()) {
     catalog = load_catalog(o.output.catalog_dir, rt);
-    load_model(*catalog, o.model, loaded);
+    load_model(*catalog, o.model, rt.env, loaded);
     const GpuSpec spec = counted_gpus(*catalog, o.gpus);
     Setup setup = read_setup(o.setup);
     setup.gpus = spec.count;
     apply_instance(spec, setup);
     plan = make_plan(*loaded.model, *spec.gpu, setup, o.model,
                      advisor(catalog->gpus, card_prices(*catalog)));
+    plan->origin = loaded.origin;
   } else if (!o.output.catalog_dir.empty()) {
     load_catalog(o.output.catalog_dir, rt);  // checked, though unused
   }

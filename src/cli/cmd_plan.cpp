@@ -72,7 +72,7 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   Setup setup = framework_setup(options.framework, options.setup);
   const Catalog catalog = load_catalog(options.output.catalog_dir, rt);
   LoadedModel loaded;
-  load_model(catalog, options.model, loaded);
+  load_model(catalog, options.model, rt.env, loaded);
   const Model& model = *loaded.model;
   if (options.gpus.empty()) {
     if (app.count("--gpus") > 0) {
@@ -80,8 +80,8 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
           "--gpus is empty; give NxNAME such as 4xA100-80, or leave it out "
           "to list the fewest GPUs of each common type");
     }
-    const Sizing sizing =
-        make_sizing(model, catalog.gpus, setup, options.model);
+    Sizing sizing = make_sizing(model, catalog.gpus, setup, options.model);
+    sizing.origin = loaded.origin;
     render_into(
         rt, options.output, format,
         [&] { return render_sizing_text(sizing, {.color = color}); },
@@ -96,8 +96,9 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   const GpuSpec spec = counted_gpus(catalog, options.gpus);
   setup.gpus = spec.count;
   apply_instance(spec, setup);
-  const Plan plan = make_plan(model, *spec.gpu, setup, options.model,
-                              advisor(catalog.gpus, card_prices(catalog)));
+  Plan plan = make_plan(model, *spec.gpu, setup, options.model,
+                        advisor(catalog.gpus, card_prices(catalog)));
+  plan.origin = loaded.origin;
   render_into(
       rt, options.output, format,
       [&] { return render_text(plan, {.color = color}); },
@@ -188,7 +189,7 @@ int run_fit(const FitOptions& options, const CLI::App& app, Runtime& rt) {
 
   const Catalog catalog = load_catalog(options.output.catalog_dir, rt);
   LoadedModel loaded;
-  load_model(catalog, options.model, loaded);
+  load_model(catalog, options.model, rt.env, loaded);
   const Model& model = *loaded.model;
   std::vector<FitCard> cards = fit_cards(catalog, options);
   if (!options.gpus.empty() && options.gpus.find(',') == std::string::npos) {

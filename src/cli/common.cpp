@@ -229,47 +229,4 @@ std::vector<std::optional<double>> card_prices(const Catalog& catalog) {
   return prices;
 }
 
-void load_model(const Catalog& catalog, const std::string& arg,
-                LoadedModel& loaded) {
-  std::error_code ec;
-  const fs::path path(arg);
-  if (fs::exists(path, ec)) {
-    fs::path config = path;
-    fs::path folder = path.parent_path();
-    if (fs::is_directory(path, ec)) {
-      config = path / "config.json";
-      folder = path;
-      const bool found = fs::exists(config, ec);
-      if (ec) {
-        // A folder that cannot be entered (EACCES) is not one without
-        // config.json.
-        throw Error(
-            fmt::format("cannot look into '{}': {}", arg, ec.message()));
-      }
-      if (!found) {
-        throw Error(fmt::format(
-            "'{}' is a folder without config.json; give a Hugging Face model "
-            "folder or a catalog name (see oomplan models)",
-            arg));
-      }
-    }
-    const std::string config_text = read_input_file(config, "config.json");
-    const fs::path index_path = folder / "model.safetensors.index.json";
-    std::optional<std::string> index_text;
-    if (fs::exists(index_path, ec)) {
-      index_text = read_input_file(index_path, "model.safetensors.index.json");
-    }
-    loaded.imported = index_text
-                          ? import_hf_config(config_text, config.string(),
-                                             std::string_view(*index_text))
-                          : import_hf_config(config_text, config.string());
-    loaded.model = &loaded.imported;
-    return;
-  }
-  if (path.extension() == ".json") {
-    throw Error(fmt::format("no such file '{}'", arg));
-  }
-  loaded.model = &find_model(catalog, arg);
-}
-
 }  // namespace oomplan::cli

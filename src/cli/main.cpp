@@ -42,5 +42,10 @@ int main(int argc, char** argv) {
   env.step_summary = variable("GITHUB_STEP_SUMMARY");
   env.in = &std::cin;
   env.in_problem = stdin_problem();
+  env.hf_hub_cache = variable("HF_HUB_CACHE");
+  env.huggingface_hub_cache = variable("HUGGINGFACE_HUB_CACHE");
+  env.hf_home = variable("HF_HOME");
+  env.xdg_cache_home = variable("XDG_CACHE_HOME");
+  env.home = variable("HOME");
   return oomplan::cli::run(args, std::cout, std::cerr, env);
 }

@@ -1095,18 +1095,25 @@ Catalog assemble_catalog(std::vector<CatalogFile> files) {
   return all;
 }
 
-const Model& find_model(const Catalog& catalog, std::string_view name) {
+const Model* lookup_model(const Catalog& catalog, std::string_view name) {
   if (const Model* m = find_named(catalog.models, name)) {
-    return *m;
+    return m;
   }
   for (const Model& m : catalog.models) {
     if (!m.hf_id.empty() && iequals(m.hf_id, name)) {
-      return m;
+      return &m;
     }
   }
-  // A vision-language id ("Qwen/Qwen2.5-VL-7B-Instruct") is three edits from
-  // its text-only sibling, which is a different model: never suggest a name
-  // that drops the modality.
+  return nullptr;
+}
+
+namespace {
+
+// The names a vision-language name may be suggested: never one that drops the
+// modality ("Qwen/Qwen2.5-VL-7B-Instruct" is three edits from its text-only
+// sibling, a different model).
+std::vector<std::string> suggestible_names(const Catalog& catalog,
+                                           std::string_view name) {
   std::vector<std::string> names = all_names(catalog.models);
   if (is_multimodal_name(name)) {
     names.erase(std::remove_if(names.begin(), names.end(),
@@ -1115,12 +1122,116 @@ const Model& find_model(const Catalog& catalog, std::string_view name) {
                                }),
                 names.end());
   }
-  const auto near = suggest(name, names);
+  return names;
+}
+
+// A repository name as mirrors vary it: the part after the last '/',
+// lower-case, without one trailing -hf, -fp16 or -bf16 (the conversions
+// mirrors add: NousResearch/Llama-2-7b-hf, TheBloke/Llama-2-7B-fp16).
+std::string repo_key(std::string_view id) {
+  const auto slash = id.rfind('/');
+  std::string key =
+      lower(slash == std::string_view::npos ? id : id.substr(slash + 1));
+  for (const std::string_view suffix : {"-hf", "-fp16", "-bf16"}) {
+    if (key.size() > suffix.size() &&
+        std::string_view(key).substr(key.size() - suffix.size()) == suffix) {
+      key.resize(key.size() - suffix.size());
+      break;
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+const Model& find_model(const Catalog& catalog, std::string_view name) {
+  if (const Model* m = lookup_model(catalog, name)) {
+    return *m;
+  }
+  const auto near = suggest(name, suggestible_names(catalog, name));
   throw Error(near ? fmt::format("unknown model '{}'; did you mean {}?",
                                  echo(name), echo(*near))
                    : fmt::format("unknown model '{}'; `oomplan models` lists "
                                  "the catalog, or pass a config.json path",
                                  echo(name)));
+}
+
+std::vector<const Model*> mirror_candidates(const Catalog& catalog,
+                                            std::string_view name) {
+  std::vector<const Model*> found;
+  const std::string key = repo_key(name);
+  if (key.empty()) {
+    return found;
+  }
+  for (const Model& m : catalog.models) {
+    bool same = !m.hf_id.empty() && repo_key(m.hf_id) == key;
+    same = same || repo_key(m.name) == key;
+    for (const std::string& alias : m.aliases) {
+      same = same || repo_key(alias) == key;
+    }
+    if (same) {
+      found.push_back(&m);
+    }
+  }
+  return found;
+}
+
+std::string origin_phrase(const Model& model, const ModelOrigin& origin) {
+  switch (origin.step) {
+    case ModelStep::catalog:
+      return "catalog";
+    case ModelStep::path:
+      return fmt::format("from {}", origin.detail);
+    case ModelStep::hf_cache:
+      return fmt::format("from the Hugging Face cache ({})", origin.detail);
+    case ModelStep::mirror:
+      return fmt::format("{} planned as {}, same architecture", origin.detail,
+                         model.name);
+  }
+  return {};
+}
+
+std::vector<std::string> closest_models(const Catalog& catalog,
+                                        std::string_view name,
+                                        std::size_t count) {
+  const std::size_t max_edits = std::clamp<std::size_t>(name.size() / 3, 3, 8);
+  const auto slash = name.rfind('/');
+  const std::string_view repo =
+      slash == std::string_view::npos ? name : name.substr(slash + 1);
+  std::vector<std::pair<std::size_t, const Model*>> ranked;
+  for (const Model& m : catalog.models) {
+    std::size_t best = max_edits + 1;
+    const auto consider = [&](std::string_view candidate) {
+      if (is_multimodal_name(name) && !is_multimodal_name(candidate)) {
+        return;
+      }
+      // "someorg/Llama-3-8b-instrct" is near a name by its repository part.
+      best = std::min({best, edit_distance_within(name, candidate, max_edits),
+                       edit_distance_within(repo, candidate, max_edits)});
+    };
+    consider(m.name);
+    for (const std::string& alias : m.aliases) {
+      consider(alias);
+    }
+    if (!m.hf_id.empty()) {
+      consider(m.hf_id);
+    }
+    if (best <= max_edits) {
+      ranked.emplace_back(best, &m);
+    }
+  }
+  std::stable_sort(
+      ranked.begin(), ranked.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Only the nearest and those one edit further: "lama3-70b" is llama-3-70b
+  // or llama-2-70b, not every 7B that is three edits away.
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < ranked.size() && i < count &&
+                          ranked[i].first <= ranked.front().first + 1;
+       ++i) {
+    names.push_back(ranked[i].second->name);
+  }
+  return names;
 }
 
 const Gpu& find_gpu(const Catalog& catalog, std::string_view name) {

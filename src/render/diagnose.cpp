@@ -149,7 +149,8 @@ std::string binary_reason(const Diagnosis& d) {
 
 // Context mode: the plan's setup line and its verdict.
 std::string plan_line(const Plan& plan) {
-  return setup_line(*plan.model, plan.gpu, plan.request, plan.setup);
+  return setup_line(*plan.model, plan.origin, plan.gpu, plan.request,
+                    plan.setup);
 }
 
 std::string plan_verdict(const Plan& plan) {

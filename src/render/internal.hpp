@@ -16,11 +16,18 @@
 
 namespace oomplan {
 
-// The report's setup line: "llama-3-70b (70.55B params) on 4 x A100-80:
-// infer (hf), seq 8192, ...", each fragment from its option-table row;
-// without a card (`gpu` null) the hardware rows are left out.
-std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
+// The report's setup line: "llama-3-70b (70.55B params, catalog) on 4 x
+// A100-80: infer (hf), seq 8192, ...", how the model was found
+// (origin_phrase), then each fragment from its option-table row; without a
+// card (`gpu` null) the hardware rows are left out.
+std::string setup_line(const Model& model, const ModelOrigin& origin,
+                       const Gpu* gpu, const Setup& request,
                        const Resolved& setup);
+
+// The JSON `model` object: name, params and source (how MODEL was found:
+// {"step": "catalog" | "path" | "hf_cache" | "mirror", "detail": ...}).
+nlohmann::ordered_json model_json(const Model& model,
+                                  const ModelOrigin& origin);
 
 // The JSON `setup` object: every row's resolved value under its key.
 nlohmann::ordered_json setup_json(const Model& model, const Gpu& gpu,

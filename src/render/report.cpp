@@ -362,10 +362,12 @@ std::string markdown_table(const std::vector<TableColumn>& columns,
   return out;
 }
 
-std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
+std::string setup_line(const Model& model, const ModelOrigin& origin,
+                       const Gpu* gpu, const Setup& request,
                        const Resolved& setup) {
   std::string line =
-      fmt::format("{} ({} params)", model.name, billions(total_params(model)));
+      fmt::format("{} ({} params, {})", model.name,
+                  billions(total_params(model)), origin_phrase(model, origin));
   if (gpu != nullptr) {
     if (setup.nodes > 1) {
       fmt::format_to(std::back_inserter(line), " on {} nodes x {} {}",
@@ -391,6 +393,18 @@ std::string setup_line(const Model& model, const Gpu* gpu, const Setup& request,
     }
   }
   return line;
+}
+
+Json model_json(const Model& model, const ModelOrigin& origin) {
+  constexpr std::array<std::string_view, 4> k_steps = {"catalog", "path",
+                                                       "hf_cache", "mirror"};
+  Json source = {{"step", k_steps.at(static_cast<std::size_t>(origin.step))}};
+  if (!origin.detail.empty()) {
+    source["detail"] = origin.detail;
+  }
+  return {{"name", model.name},
+          {"params", total_params(model)},
+          {"source", source}};
 }
 
 Json setup_json(const Model& model, const Gpu& gpu, const Setup& request,
@@ -641,7 +655,8 @@ std::string render_text(const Plan& plan, const RenderOptions& options) {
   const Style st{options.color};
   const Budget& b = plan.budget;
   Lines put;
-  put(st.bold(setup_line(*plan.model, plan.gpu, plan.request, plan.setup)));
+  put(st.bold(setup_line(*plan.model, plan.origin, plan.gpu, plan.request,
+                         plan.setup)));
   put("");
   text_budget(put, b);
   put("");
@@ -699,7 +714,7 @@ std::string render_json(const Plan& plan) {
   const Model& model = *plan.model;
   Json doc;
   doc["schema"] = "oomplan.plan/1";
-  doc["model"] = {{"name", model.name}, {"params", total_params(model)}};
+  doc["model"] = model_json(model, plan.origin);
   doc["gpu"] = {{"name", plan.gpu->name},
                 {"count", s.total_gpus()},
                 {"capacity_bytes", plan.gpu->capacity_bytes}};
@@ -786,8 +801,9 @@ std::string render_markdown(const Plan& plan) {
   put(fmt::format("### oomplan: {} on {} x {}", md_cell(plan.model->name),
                   plan.setup.total_gpus(), md_cell(plan.gpu->name)));
   put("");
-  put(md_code(setup_line(*plan.model, plan.gpu, plan.request, plan.setup),
-              false));
+  put(md_code(
+      setup_line(*plan.model, plan.origin, plan.gpu, plan.request, plan.setup),
+      false));
   put("");
   put("| component (per GPU) | GiB | of card | formula |");
   put("|---|---:|---:|---|");
@@ -846,7 +862,7 @@ std::string sizing_args(const Sizing& sizing, const SizingRow& row) {
 
 // The sizing header: the user's setup, before any card is chosen.
 std::string sizing_line(const Sizing& sizing) {
-  return setup_line(*sizing.model, nullptr, sizing.setup,
+  return setup_line(*sizing.model, sizing.origin, nullptr, sizing.setup,
                     resolve(*sizing.model, Gpu{}, sizing.setup));
 }
 
@@ -880,7 +896,7 @@ std::string render_sizing_json(const Sizing& sizing) {
   const Model& model = *sizing.model;
   Json doc;
   doc["schema"] = "oomplan.sizing/1";
-  doc["model"] = {{"name", model.name}, {"params", total_params(model)}};
+  doc["model"] = model_json(model, sizing.origin);
   doc["max_gpus"] = sizing.max_gpus;
   Json rows = Json::array();
   for (const SizingRow& row : sizing.rows) {

@@ -787,8 +787,8 @@ std::string render_plan_svg(const Plan& plan) {
   svg.text(k_margin, y, title, R"(font-size="17" font-weight="bold")");
   y += 20;
   y = paragraph(svg, k_margin, y,
-                setup_line(model, &gpu, plan.request, plan.setup), 12,
-                k_width - 2 * k_margin, fill(k_muted));
+                setup_line(model, plan.origin, &gpu, plan.request, plan.setup),
+                12, k_width - 2 * k_margin, fill(k_muted));
   y += 14;
 
   y = budget_bar(svg, b, y);
@@ -838,12 +838,13 @@ std::string render_sizing_svg(const Sizing& sizing) {
       fmt::format("{}: the fewest GPUs that fit, per common GPU", model.name);
   svg.text(k_margin, y, title, R"(font-size="17" font-weight="bold")");
   y += 20;
-  y = paragraph(svg, k_margin, y,
-                fmt::format("{} (up to {} GPUs)",
-                            setup_line(model, nullptr, sizing.setup,
-                                       resolve(model, Gpu{}, sizing.setup)),
-                            sizing.max_gpus),
-                12, k_width - 2 * k_margin, fill(k_muted));
+  y = paragraph(
+      svg, k_margin, y,
+      fmt::format("{} (up to {} GPUs)",
+                  setup_line(model, sizing.origin, nullptr, sizing.setup,
+                             resolve(model, Gpu{}, sizing.setup)),
+                  sizing.max_gpus),
+      12, k_width - 2 * k_margin, fill(k_muted));
   y += 16;
 
   const double name_w = 110;

@@ -30,6 +30,7 @@ struct Sizing {
   const Model* model = nullptr;
   Setup setup;            // the user's setup (gpus unset)
   std::string model_arg;  // what the user typed for MODEL
+  ModelOrigin origin;     // how MODEL was resolved (the first line)
   int max_gpus = 0;       // the largest count tried
   std::vector<SizingRow> rows;
 };

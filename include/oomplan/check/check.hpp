@@ -46,6 +46,7 @@ struct CheckTarget {
   // What resolved: the file's model, one of its aliases, or --model; the
   // re-run command lines start with it.
   std::string model_arg;
+  ModelOrigin origin;  // how model_arg resolved (the row's plan carries it)
   const Gpu* gpu = nullptr;
   std::vector<std::string> notes;  // how the CLI chose them
 };

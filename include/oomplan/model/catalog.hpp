@@ -64,9 +64,33 @@ Catalog builtin_catalog();
 // into builtin_catalog(); a bad file fails the build. Throws Error.
 Catalog assemble_catalog(std::vector<CatalogFile> files);
 
+// The model named by its name, alias or HF id (case-insensitive), or nullptr.
+const Model* lookup_model(const Catalog& catalog, std::string_view name);
+
 // Finds a model by name, alias or HF id (case-insensitive). Throws Error
 // "unknown model 'lama3-70b'; did you mean llama3-70b?".
 const Model& find_model(const Catalog& catalog, std::string_view name);
+
+// The catalog models `name` may be a mirror of: a Hugging Face id under
+// another org ("NousResearch/Llama-2-7b-hf") whose repository name equals,
+// case-insensitively and without a trailing -hf, -fp16 or -bf16, the
+// repository name of a model's HF id or of one of its names. Each model once,
+// in catalog order: the caller takes a single match and names several.
+std::vector<const Model*> mirror_candidates(const Catalog& catalog,
+                                            std::string_view name);
+
+// How `model` was found, for the report's first line and check's notes:
+// "catalog", "from PATH", "from the Hugging Face cache (SNAPSHOT)" or
+// "NousResearch/Llama-2-7b-hf planned as llama-2-7b, same architecture".
+std::string origin_phrase(const Model& model, const ModelOrigin& origin);
+
+// Up to `count` catalog model names closest to `name` by edit distance (at
+// most 3 edits or a third of the name, the closest first, one per model), for
+// the error line of a model nothing resolved. A vision-language name is only
+// matched to vision-language names.
+std::vector<std::string> closest_models(const Catalog& catalog,
+                                        std::string_view name,
+                                        std::size_t count = 3);
 
 // Finds a GPU by name or alias (case-insensitive). Throws Error
 // "unknown GPU 'A100-90'; did you mean A100-80?".

@@ -40,6 +40,19 @@ enum class NormKind {
   layer_norm,  // LayerNorm: weight and bias
 };
 
+// Which step of MODEL's resolution found the model (docs/models.md, "How a
+// name is resolved"): a path, the catalog, the Hugging Face cache, or a
+// catalog model the name mirrors under another org. The report's first line
+// and the JSON's model.source say it.
+enum class ModelStep { catalog, path, hf_cache, mirror };
+
+struct ModelOrigin {
+  ModelStep step = ModelStep::catalog;
+  // path: the config.json read; hf_cache: the snapshot folder read; mirror:
+  // the name as typed. Empty for the catalog.
+  std::string detail;
+};
+
 struct Model {
   std::string name;                  // catalog id, e.g. "llama-3-70b"
   std::string hf_id;                 // e.g. "meta-llama/Meta-Llama-3-70B"

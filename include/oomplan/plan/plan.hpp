@@ -52,6 +52,7 @@ struct Plan {
   std::vector<Fix> fixes;
   StepTime time;
   std::string model_arg;  // what the user typed for MODEL (re-run lines)
+  ModelOrigin origin;     // how MODEL was resolved (the first line)
 };
 
 // The fixes for `setup` (valid, as asked) on `gpu`: advice/advice.hpp's
