@@ -299,11 +299,6 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
         "loader (PyYAML, Python's json) keeps it",
         echo(key)));
   }
-  if (p.format == Format::vllm) {
-    read_vllm(p.file->text, plan);
-    apply_framework_defaults(plan);
-    return;
-  }
   KeyReader keys(p.doc, origin);
   switch (p.format) {
     case Format::deepspeed: {
@@ -332,6 +327,19 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
   }
   keys.finish(plan);
   apply_framework_defaults(plan);
+}
+
+// A command-line file: one plan per vLLM server command in it.
+std::vector<LaunchPlan> read_commands(const Parsed& p) {
+  LaunchPlan base;
+  base.file = p.file->origin;
+  base.reader = std::string(format_name(p.format));
+  base.framework = base.reader;
+  std::vector<LaunchPlan> plans = read_vllm_commands(p.file->text, base);
+  for (LaunchPlan& plan : plans) {
+    apply_framework_defaults(plan);
+  }
+  return plans;
 }
 
 // Folds a launcher plan (an accelerate config given next to a training file)
@@ -540,8 +548,10 @@ std::vector<LaunchPlan> read_launch_files(const std::vector<LaunchFile>& files,
       continue;
     }
     const Parsed& p = parsed[i];
-    if (p.format == Format::plans) {
-      for (auto& plan : read_plans(p.doc, p.file->origin)) {
+    if (p.format == Format::plans || p.format == Format::vllm) {
+      for (auto& plan : p.format == Format::plans
+                            ? read_plans(p.doc, p.file->origin)
+                            : read_commands(p)) {
         plans.push_back(std::move(plan));
       }
       continue;

@@ -378,6 +378,16 @@ struct TrainWeights {
 TrainWeights trained_weights(const Model& model, const Resolved& setup,
                              const TrainLayout& at);
 
+// The frozen reference model of DPO/KTO full fine-tuning
+// (Resolved::holds_reference): {on the GPU, offloaded to the host}.
+struct ReferenceWeights {
+  double gpu = 0;
+  double host = 0;
+};
+ReferenceWeights reference_weights(const Resolved& setup,
+                                   const TrainLayout& at);
+std::string_view reference_formula(const Resolved& setup);
+
 bool deepspeed_bf16_optimizer(const Resolved& setup);
 double gradient_element_bytes(const Resolved& setup, const TrainWeights& tw);
 
