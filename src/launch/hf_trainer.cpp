@@ -32,8 +32,10 @@ constexpr std::array k_trl_unused = {
     "dataset_config",
     "dataset_config_name",
     "dataset_kwargs",
+    "dataset_mixer",  // alignment-handbook's DataArguments
     "dataset_name",
     "dataset_num_proc",
+    "dataset_splits",  // alignment-handbook's DataArguments
     "dataset_streaming",
     "dataset_test_split",
     "dataset_text_field",
@@ -564,10 +566,11 @@ const char* first_present(const KeyReader& keys,
   return nullptr;
 }
 
-// The objective a trainer name in the file's name gives ("dpo.yaml",
-// "orpo_qwen.yaml"): ORPOConfig has no key of its own.
+// The objective a trainer name in the file's path gives ("dpo.yaml",
+// "orpo_qwen.yaml", alignment-handbook's "recipes/.../orpo/config_full.yaml"):
+// ORPOConfig has no key of its own.
 std::string_view objective_of_name(std::string_view file) {
-  const std::string name = lower(file.substr(file.find_last_of('/') + 1));
+  const std::string name = lower(file);
   for (const auto& [word, objective] :
        {std::pair<std::string_view, std::string_view>{"orpo", "orpo"},
         {"kto", "kto"},
