@@ -911,3 +911,32 @@ TEST_CASE("launch: a YAML merge key carries its values in every YAML reader",
                            "torchtune.models.llama3_1.llama3_1_8b\n<<: *c\n");
   CHECK(option(tt, "--batch") == "3");
 }
+
+TEST_CASE("launch: a docker compose file plans every vLLM service",
+          "[launch]") {
+  // compose `command:` as a string and as a list; the vllm/vllm-openai
+  // image's entrypoint is the server, so its command is the arguments.
+  const auto plans = read("compose.yaml",
+                          "services:\n"
+                          "  chat:\n"
+                          "    image: vllm/vllm-openai:v0.10.1\n"
+                          "    command: --model Qwen/Qwen2.5-7B-Instruct "
+                          "--max-model-len 8192\n"
+                          "  big:\n"
+                          "    image: vllm/vllm-openai:latest\n"
+                          "    command: [\"meta-llama/Llama-3.1-70B\", "
+                          "\"--tensor-parallel-size\", \"4\"]\n"
+                          "  web:\n"
+                          "    image: nginx\n"
+                          "    command: nginx -g 'daemon off;'\n");
+  REQUIRE(plans.size() == 2);
+  CHECK(plans[0].file == "compose.yaml: services.chat");
+  CHECK(plans[0].model == "Qwen/Qwen2.5-7B-Instruct");
+  CHECK(option(plans[0], "--max-model-len") == "8192");
+  CHECK(plans[1].file == "compose.yaml: services.big");
+  CHECK(plans[1].model == "meta-llama/Llama-3.1-70B");
+  CHECK(option(plans[1], "--tp") == "4");
+  CHECK(error_of([] {
+          read("c.yaml", "services:\n  web:\n    image: nginx\n");
+        }).rfind("c.yaml: no compose service runs vLLM", 0) == 0);
+}

@@ -155,6 +155,10 @@ void read_vllm(std::string_view text, LaunchPlan& plan);
 // "FILE:LINE" when there are several.
 std::vector<LaunchPlan> read_vllm_commands(std::string_view text,
                                            const LaunchPlan& base);
+// A docker compose file: one plan per service whose command runs vLLM (the
+// vllm/vllm-openai image's arguments, or `vllm serve ...`), named
+// "FILE: services.NAME".
+std::vector<LaunchPlan> read_compose(const Json& doc, const LaunchPlan& base);
 DeepSpeedFacts read_deepspeed(KeyReader& keys, LaunchPlan& plan);
 // The options a DeepSpeed config states when it is a plan of its own.
 void deepspeed_own_options(const DeepSpeedFacts& facts, LaunchPlan& plan);

@@ -200,7 +200,7 @@ bool looks_like_vllm(std::string_view text, const std::string& origin) {
 struct Parsed {  // NOLINT(bugprone-exception-escape)
   const LaunchFile* file = nullptr;
   Format format = Format::plans;
-  Json doc;  // empty for vllm
+  Json doc;  // empty for vllm command lines; a compose file's document
   // Files it names, as written (deepspeed:, fsdp_config:,
   // deepspeed_config_file:).
   std::vector<std::string> names;
@@ -224,6 +224,12 @@ Parsed parse_file(const LaunchFile& file) {
   }
   p.doc = json ? parse_json_text(file.text, file.origin, &p.repeated)
                : parse_yaml_text(file.text, file.origin, &p.repeated);
+  // docker compose: services whose command runs vLLM.
+  if (p.doc.is_object() && p.doc.contains("services") &&
+      p.doc["services"].is_object()) {
+    p.format = Format::vllm;
+    return p;
+  }
   if (p.doc.is_array() ||
       (p.doc.is_object() && p.doc.contains("plans") && p.doc.size() == 1)) {
     p.format = Format::plans;
@@ -335,7 +341,9 @@ std::vector<LaunchPlan> read_commands(const Parsed& p) {
   base.file = p.file->origin;
   base.reader = std::string(format_name(p.format));
   base.framework = base.reader;
-  std::vector<LaunchPlan> plans = read_vllm_commands(p.file->text, base);
+  std::vector<LaunchPlan> plans = p.doc.is_object()
+                                      ? read_compose(p.doc, base)
+                                      : read_vllm_commands(p.file->text, base);
   for (LaunchPlan& plan : plans) {
     apply_framework_defaults(plan);
   }

@@ -885,6 +885,76 @@ void read_vllm(std::string_view text, LaunchPlan& plan) {
   read_entry(find_servers(text, plan).front().first, plan);
 }
 
+namespace {
+
+// One compose service's command as words: a string is split as a shell
+// would, a list is the words.
+std::optional<std::vector<std::string>> compose_words(
+    const Json& command, const std::string& where) {
+  if (command.is_string()) {
+    const auto commands = split_commands(command.get<std::string>(), where);
+    return commands.empty() ? std::vector<std::string>{}
+                            : commands.front().words;
+  }
+  if (!command.is_array()) {
+    return std::nullopt;
+  }
+  std::vector<std::string> words;
+  for (const Json& w : command) {
+    if (w.is_string()) {
+      words.push_back(w.get<std::string>());
+    } else if (w.is_number()) {
+      words.push_back(number_text(w.get<double>()));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return words;
+}
+
+}  // namespace
+
+std::vector<LaunchPlan> read_compose(const Json& doc, const LaunchPlan& base) {
+  std::vector<LaunchPlan> plans;
+  const Json& services = doc["services"];
+  for (const auto& [name, service] : services.items()) {
+    if (!service.is_object() || !service.contains("command")) {
+      continue;
+    }
+    const std::string where = fmt::format("{}: services.{}", base.file, name);
+    const auto words = compose_words(service["command"], where);
+    if (!words) {
+      throw Error(
+          fmt::format("{}.command: is not a string or a list of words", where));
+    }
+    // The vllm/vllm-openai image's entrypoint is the server: command holds
+    // its arguments (vLLM docs, deployment/docker); another image's command
+    // runs `vllm serve` itself.
+    const bool image =
+        service.contains("image") && service["image"].is_string() &&
+        service["image"].get<std::string>().find("vllm/vllm-openai") !=
+            std::string::npos;
+    std::optional<Entry> entry = find_entry(*words);
+    if (!entry && image) {
+      entry = Entry{*words, {}, true};
+    }
+    if (!entry) {
+      continue;
+    }
+    LaunchPlan plan = base;
+    plan.file = where;
+    read_entry(*entry, plan);
+    plans.push_back(std::move(plan));
+  }
+  if (plans.empty()) {
+    throw Error(fmt::format(
+        "{}: no compose service runs vLLM; oomplan reads a service whose "
+        "image is vllm/vllm-openai or whose command is `vllm serve`",
+        base.file));
+  }
+  return plans;
+}
+
 std::vector<LaunchPlan> read_vllm_commands(std::string_view text,
                                            const LaunchPlan& base) {
   const auto servers = find_servers(text, base);
