@@ -456,7 +456,7 @@ TEST_CASE(
                                           ": --tp 4 x --pp 2"));
 }
 
-TEST_CASE("check: a tp 8 x pp 4 vLLM line is 4 nodes x 8 GPUs", "[check]") {
+TEST_CASE("check: files that state nodes say N nodes x M GPUs", "[check]") {
   // vLLM runs tensor parallelism within a node and the pipeline stages
   // across nodes: 32 GPUs are 4 nodes of 8, not 32 GPUs in one node.
   const std::filesystem::path dir =
@@ -480,6 +480,20 @@ TEST_CASE("check: a tp 8 x pp 4 vLLM line is 4 nodes x 8 GPUs", "[check]") {
   CHECK(std::find(notes.begin(), notes.end(),
                   "the file launches 4 nodes x 8 GPUs; --gpus 4xH100 (command "
                   "line) wins: planned on 4 nodes x 4 GPUs") != notes.end());
+  // accelerate states nodes too: num_processes 16 over num_machines 2.
+  const std::string acc = (dir / "acc.yaml").string();
+  {
+    std::ofstream out(acc);
+    out << "distributed_type: MULTI_GPU\nnum_machines: 2\nnum_processes: "
+           "16\nmixed_precision: bf16\n";
+  }
+  const json two = check_json(
+      {acc, "--model", "llama3-8b", "--gpus", "4xH100", "--mode", "lora"});
+  const std::vector<std::string> acc_notes = two["plans"][0]["notes"];
+  CHECK(std::find(acc_notes.begin(), acc_notes.end(),
+                  "the file launches 2 nodes x 8 GPUs; --gpus 4xH100 (command "
+                  "line) wins: planned on 2 nodes x 4 GPUs") !=
+        acc_notes.end());
   std::filesystem::remove_all(dir);
 }
 
