@@ -1402,8 +1402,7 @@ TEST_CASE("training: chosen and rejected are 2 x batch rows in one forward",
   // TRL's concatenated_forward stacks chosen and rejected: a pairwise
   // objective at batch 1 holds what SFT holds at batch 2, activations and
   // logits alike. ORPO is reference-free: nothing else differs.
-  for (const auto objective :
-       {TrainObjective::orpo, TrainObjective::simpo, TrainObjective::dpo}) {
+  for (const auto objective : {TrainObjective::orpo, TrainObjective::simpo}) {
     const Budget pair =
         test::budget(m, gpu, preference_setup(Mode::full, objective));
     Setup two = preference_setup(Mode::full, TrainObjective::sft);
@@ -1421,4 +1420,26 @@ TEST_CASE("training: chosen and rejected are 2 x batch rows in one forward",
   const Budget sft =
       test::budget(m, gpu, preference_setup(Mode::lora, TrainObjective::sft));
   CHECK(kto.bytes_of("activations") == sft.bytes_of("activations"));
+}
+
+TEST_CASE("training: the reference forward's logits join the policy's",
+          "[training][preference]") {
+  const Gpu& gpu = find_gpu(test::catalog(), "H100");
+  const Model m = llama3_8b();
+  // TRL runs the reference (under no_grad) right after the policy's
+  // concatenated_forward, whose logits autograd still holds: at the end of
+  // the forward DPO holds ORPO's moment plus the reference copy
+  // (16,060,522,496 B) and the reference's bf16 logits over the same 2 x 1
+  // rows: 2 x 2048 tokens x 128,256 x 2 B = 1,050,673,152 B.
+  const Budget dpo =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::dpo));
+  const Budget orpo =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::orpo));
+  REQUIRE(dpo.moments[1].name == "logits");
+  const Bytes diff =
+      dpo.moments[1].allocated_bytes - orpo.moments[1].allocated_bytes;
+  CHECK(std::abs(diff - (16'060'522'496 + 1'050'673'152)) <= 2);
+  // Inside a layer no logits exist: only the reference copy differs.
+  CHECK(dpo.moments[0].allocated_bytes - orpo.moments[0].allocated_bytes ==
+        16'060'522'496);
 }

@@ -550,6 +550,10 @@ struct LogitBytes {
 };
 LogitBytes logit_bytes(const Model& model, const Resolved& setup,
                        const Dims& dm);
+// DPO/KTO: the reference forward's 16-bit logits, live with the policy's at
+// the end of its forward (0 without a reference forward).
+double reference_logit_bytes(const Model& model, const Resolved& setup,
+                             const Dims& dm);
 std::string_view logits_formula(const Resolved& setup);
 
 // --- Buffers (buffers.cpp) --------------------------------------------------

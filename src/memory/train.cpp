@@ -80,13 +80,14 @@ struct StageTerms {
   double fp32_grads = 0;  // DeepSpeed's fp32 gradient partition at the step
   StageActivations acts;
   LogitBytes logits;
-  double buffers = 0;    // ZeRO/FSDP gathers and buckets
-  double dequant = 0;    // QLoRA's dequantized weight
-  double head_cast = 0;  // the fp32 lm_head's 16-bit cast (kbit)
-  AutocastCopies cast;   // amp's 16-bit weight copies
-  double held = 0;       // reserved, not allocated: FSDP1 record_stream
-  double paged = 0;      // paged optimizer states (unified memory)
-  double host = 0;       // CPU RAM this GPU's offload needs
+  double ref_logits = 0;  // DPO/KTO reference forward's logits (forward end)
+  double buffers = 0;     // ZeRO/FSDP gathers and buckets
+  double dequant = 0;     // QLoRA's dequantized weight
+  double head_cast = 0;   // the fp32 lm_head's 16-bit cast (kbit)
+  AutocastCopies cast;    // amp's 16-bit weight copies
+  double held = 0;        // reserved, not allocated: FSDP1 record_stream
+  double paged = 0;       // paged optimizer states (unified memory)
+  double host = 0;        // CPU RAM this GPU's offload needs
 };
 
 StageTerms stage_terms(const Model& model, const Resolved& setup,
@@ -110,7 +111,9 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
   x.fp32_grads = deepspeed_fp32_grad_bytes(setup, w.trainable, at.dp);
   x.acts = stage_activations(model, setup, at);
   if (at.last) {
-    x.logits = logit_bytes(model, setup, train_dims(model, setup));
+    const Dims dm = train_dims(model, setup);
+    x.logits = logit_bytes(model, setup, dm);
+    x.ref_logits = reference_logit_bytes(model, setup, dm);
   }
   x.buffers = sharding.bytes;
   x.dequant = nf4_dequant_bytes(model, setup);
@@ -138,7 +141,7 @@ Parts forward_end(const Resolved& setup, const StageTerms& x) {
   p.optimizer = x.optimizer;
   p.gradients = x.grad_kept + x.ddp_copy;
   p.activations = x.acts.stored;
-  p.logits = x.logits.fwd;
+  p.logits = x.logits.fwd + x.ref_logits;
   p.buffers = x.buffers + x.dequant;
   p.buffers += x.head_cast;
   p.buffers += (!checkpoints_layers(setup) || full) ? x.cast.all : 0.0;
