@@ -410,8 +410,10 @@ void refuse_ppo(Torchtune& s, const Row& row) {
   }
 }
 
-// full_dpo_distributed's reference model: the frozen copy --objective dpo
-// plans under full fine-tuning; with another loss it is a second model.
+// full_dpo_distributed's reference model (ref_model, or the policy's builder
+// loaded from ref_checkpointer, sharded like the policy by
+// _setup_reference_model): the frozen copy --objective dpo plans under full
+// fine-tuning; with another loss it is a second model.
 void ref_model(Torchtune& s, const Row& row) {
   if (!s.keys.has(row.key)) {
     return;
@@ -451,6 +453,7 @@ constexpr std::array k_run_rows = {
                      k_recipe),
     Row::unused("fp8_recipe_name", k_recipe),
     Row{"ref_model", ref_model, "recipes/full_dpo_distributed.py"},
+    Row{"ref_checkpointer", ref_model, "recipes/full_dpo_distributed.py"},
     Row{"reward_and_value_model", refuse_ppo,
         "recipes/ppo_full_finetune_single_device.py"},
     Row::refuse_present("teacher_model", k_second_model,
