@@ -882,6 +882,13 @@ TEST_CASE("launch: a method oomplan does not model: one message, every reader",
                "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\n"
                "loss:\n  _component_: torchtune.rlhf.loss.PPOLoss\n");
         }) == "tt.yaml: loss._component_: \"PPO\"" + tail);
+  // torchtune's GRPO recipe (recipes/configs/llama3_1/8B_full_grpo.yaml).
+  CHECK(error_of([] {
+          read("tt.yaml",
+               "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\n"
+               "loss:\n  _component_: "
+               "torchtune.rlhf.loss.grpo.GRPOSimpleLoss\n");
+        }) == "tt.yaml: loss._component_: \"GRPO\"" + tail);
 }
 
 TEST_CASE("launch: a YAML merge key carries its values in every YAML reader",

@@ -316,8 +316,14 @@ void loss(Torchtune& s, const Row& row) {
     set_option(s.plan, "--loss", "full", std::string(row.key));
     return;
   }
+  // The RL recipes: ppo_full_finetune_single_device (PPOLoss) and
+  // dev/grpo_full_finetune_distributed (rlhf/loss/grpo.py GRPOLoss,
+  // GRPOSimpleLoss, GRPOWithChunkedOutputLoss) generate during training.
   if (cls == "PPOLoss") {
     refuse_method(s.keys, row.key, "PPO");
+  }
+  if (cls.rfind("GRPO", 0) == 0) {
+    refuse_method(s.keys, row.key, "GRPO");
   }
   if (c.find("ChunkedOutputLoss") != std::string::npos ||
       c.find("LinearCrossEntropyLoss") != std::string::npos) {
