@@ -389,7 +389,7 @@ void refuse_switch(LlamaFactory& s, const Row& row) {
   }
 }
 
-// fp8 with fp8_backend (model_args.py; train/fp8_utils.py): torchao, and
+// fp8 with fp8_backend (training_args.py; train/fp8_utils.py): torchao, and
 // auto, which builds accelerate's AORecipeKwargs, swap the linears for
 // torchao Float8Linear; te (Transformer Engine) and msamp are not modelled.
 void fp8(LlamaFactory& s, const Row& row) {
@@ -421,7 +421,7 @@ constexpr std::array k_refused_rows = {
     Row{"use_unsloth", refuse_switch, k_model},
     Row{"shift_attn", refuse_switch, k_model},
     Row{"mixture_of_depths", refuse_switch, k_model},
-    Row{"fp8", fp8, k_model},
+    Row{"fp8", fp8, k_training},
 };
 
 // ---- sequence, attention, checkpointing, loss ----
