@@ -743,3 +743,24 @@ TEST_CASE("advice: training in bf16 on a T4 gets fp16 in every fix",
   CHECK_THAT(hf->text, Catch::Contains(R"("fp16":true)"));
   CHECK_THAT(hf->text, Catch::Contains(R"("bf16":false)"));
 }
+
+TEST_CASE("advice: a fix keeps the preference objective",
+          "[advice][preference]") {
+  // A DPO job that does not fit: every fix stays DPO (its re-run words say
+  // --objective dpo), none switches to Megatron-LM (no preference trainer),
+  // and none chunks the loss (TRL takes log-probs from the full logits).
+  const Planned p = plan_case({"llama3-8b", "8xA100-80",
+                               Setup{.mode = Mode::full,
+                                     .seq = 4096,
+                                     .batch = 4,
+                                     .objective = TrainObjective::dpo}});
+  REQUIRE_FALSE(p.budget.fits_with_margin());
+  REQUIRE_FALSE(p.fixes.empty());
+  for (const Fix& f : p.fixes) {
+    INFO(f.id);
+    CHECK(f.request.objective == TrainObjective::dpo);
+    CHECK(f.request.framework != Framework::megatron);
+    CHECK(f.request.loss != Loss::chunked);
+    CHECK(has_words(argv_of(p, f), {"--objective", "dpo"}));
+  }
+}

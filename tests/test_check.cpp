@@ -458,6 +458,47 @@ TEST_CASE(
                                           ": --tp 4 x --pp 2"));
 }
 
+TEST_CASE("check: files that state nodes say N nodes x M GPUs", "[check]") {
+  // vLLM runs tensor parallelism within a node and the pipeline stages
+  // across nodes: 32 GPUs are 4 nodes of 8, not 32 GPUs in one node.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "oomplan-check-nodes";
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "serve.sh").string();
+  {
+    std::ofstream out(file);
+    out << "vllm serve meta-llama/Llama-3.1-405B --tensor-parallel-size 8 "
+           "--pipeline-parallel-size 4\n";
+  }
+  const json doc =
+      check_json({file, "--model", "llama3-70b", "--gpus", "H100"});
+  const json& p = doc["plans"][0];
+  CHECK(p["gpu"]["count"] == 32);
+  CHECK(p["setup"]["gpus"] == 8);
+  CHECK(p["setup"]["nodes"] == 4);
+  const json other = check_json(
+      {file, "--model", "llama3-70b", "--gpus", "4xH100", "--tp", "4"});
+  const std::vector<std::string> notes = other["plans"][0]["notes"];
+  CHECK(std::find(notes.begin(), notes.end(),
+                  "the file launches 4 nodes x 8 GPUs; --gpus 4xH100 (command "
+                  "line) wins: planned on 4 nodes x 4 GPUs") != notes.end());
+  // accelerate states nodes too: num_processes 16 over num_machines 2.
+  const std::string acc = (dir / "acc.yaml").string();
+  {
+    std::ofstream out(acc);
+    out << "distributed_type: MULTI_GPU\nnum_machines: 2\nnum_processes: "
+           "16\nmixed_precision: bf16\n";
+  }
+  const json two = check_json(
+      {acc, "--model", "llama3-8b", "--gpus", "4xH100", "--mode", "lora"});
+  const std::vector<std::string> acc_notes = two["plans"][0]["notes"];
+  CHECK(std::find(acc_notes.begin(), acc_notes.end(),
+                  "the file launches 2 nodes x 8 GPUs; --gpus 4xH100 (command "
+                  "line) wins: planned on 2 nodes x 4 GPUs") !=
+        acc_notes.end());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE(
     "check: a file's DeepSpeed reference resolves from the working "
     "directory, then beside the file",

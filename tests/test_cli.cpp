@@ -816,3 +816,28 @@ TEST_CASE("cli: control characters in echoed input stay on one line", "[cli]") {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.err, Catch::Contains("'lama\\n3-70b\\x1b[31m'"));
 }
+
+TEST_CASE("cli: --objective and --precompute-ref", "[cli][preference]") {
+  // DPO full fine-tuning prints its frozen reference copy; the re-run
+  // words keep the objective.
+  const auto dpo = run_cli({"llama3.1-8b", "--gpus", "8xH100", "--mode", "full",
+                            "--zero", "3", "--objective", "dpo", "--json"});
+  CHECK(dpo.code <= 1);
+  const auto j = nlohmann::json::parse(dpo.out);
+  CHECK(j["setup"]["objective"] == "dpo");
+  bool reference = false;
+  for (const auto& c : j["components"]) {
+    reference = reference || c["name"] == "reference_weights";
+  }
+  CHECK(reference);
+  // Serving has no objective; --precompute-ref needs a reference.
+  const auto infer = run_cli({"llama3.1-8b", "--objective", "dpo"});
+  CHECK(infer.code == 2);
+  CHECK_THAT(infer.err, Catch::Contains("--objective trains on chosen and "
+                                        "rejected sequences"));
+  const auto pre = run_cli({"llama3.1-8b", "--mode", "full", "--objective",
+                            "orpo", "--precompute-ref"});
+  CHECK(pre.code == 2);
+  CHECK(run_cli({"llama3.1-8b", "--mode", "full", "--objective", "ppo"}).code ==
+        2);
+}

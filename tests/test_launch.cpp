@@ -266,8 +266,10 @@ TEST_CASE("launch: a vllm serve file gives the model, GPUs and engine options",
       "--some-new-flag 3 > log.txt 2>&1 &\n");
   CHECK(p.reader == "vllm");
   CHECK(p.model == "meta-llama/Llama-3.1-70B");
-  // tp 4 x pp 2 x dp 2 = 16 GPUs; each replica's GPU holds the same.
-  CHECK(p.gpus == 16);
+  // tp 4 x pp 2 x dp 2 = 16 GPUs; each replica's GPU holds the same. A
+  // node holds 8: 2 nodes x 8 GPUs.
+  CHECK(p.gpus == 8);
+  CHECK(p.nodes == 2);
   CHECK(options_of(p) ==
         std::map<std::string, std::string>{{"--tp", "4"},
                                            {"--pp", "2"},
@@ -465,8 +467,8 @@ TEST_CASE("launch: a memory-relevant value oomplan cannot express is an error",
                    0) == 0);
   CHECK(error_of([] {
           read("lf.yaml",
-               "model_name_or_path: m\nstage: dpo\nfinetuning_type: lora\n");
-        }).rfind("lf.yaml: stage: \"dpo\" training", 0) == 0);
+               "model_name_or_path: m\nstage: ppo\nfinetuning_type: lora\n");
+        }).rfind("lf.yaml: stage: \"PPO\" training is not modelled", 0) == 0);
 }
 
 TEST_CASE("launch: wrong value types name the file and key", "[launch]") {
@@ -682,4 +684,266 @@ TEST_CASE("launch: every --framework name is a Framework the advisor knows") {
     CHECK(oomplan::framework_name(*framework) == name);
   }
   CHECK_FALSE(oomplan::framework_from_name("plans").has_value());
+}
+
+// ---- issue 25: readers ----
+
+TEST_CASE("launch: accelerate's ParallelismConfig cp_size is --cp",
+          "[launch]") {
+  // accelerate config file: parallelism_config.parallelism_config_cp_size
+  // (utils/dataclasses.py ParallelismConfig; TRL's context-parallelism doc
+  // writes it so).
+  const auto p = read_one("acc.yaml",
+                          "distributed_type: FSDP\nnum_processes: 4\n"
+                          "fsdp_config:\n  fsdp_version: 2\n"
+                          "parallelism_config:\n"
+                          "  parallelism_config_dp_shard_size: 2\n"
+                          "  parallelism_config_cp_size: 2\n");
+  CHECK(option(p, "--cp") == "2");
+  CHECK(p.unknown_keys.empty());
+}
+
+TEST_CASE("launch: accelerate's fsdp_reshard_after_forward, FSDP1 and FSDP2",
+          "[launch]") {
+  // accelerate >= 1.6: FSDP1 takes a ShardingStrategy name, FSDP2 a bool
+  // (FullyShardedDataParallelPlugin.reshard_after_forward).
+  const auto full = read_one("a.yaml",
+                             "distributed_type: FSDP\nfsdp_config:\n"
+                             "  fsdp_reshard_after_forward: FULL_SHARD\n");
+  CHECK(option(full, "--fsdp").empty());
+  CHECK(full.unknown_keys.empty());
+  const auto grad_op =
+      read_one("a.yaml",
+               "distributed_type: FSDP\nfsdp_config:\n"
+               "  fsdp_reshard_after_forward: SHARD_GRAD_OP\n");
+  CHECK(option(grad_op, "--zero") == "2");
+  CHECK(option(grad_op, "--fsdp") == "(absent)");
+  // FSDP2 false: parameters stay gathered from forward to backward, as
+  // ZeRO-2 keeps them.
+  const auto v2 = read_one("a.yaml",
+                           "distributed_type: FSDP\nfsdp_config:\n"
+                           "  fsdp_version: 2\n"
+                           "  fsdp_reshard_after_forward: false\n");
+  CHECK(option(v2, "--zero") == "2");
+  CHECK(error_of([] {
+          read("a.yaml",
+               "distributed_type: FSDP\nfsdp_config:\n"
+               "  fsdp_reshard_after_forward: HYBRID_SHARD\n");
+        })
+            .rfind("a.yaml: fsdp_config.fsdp_reshard_after_forward: "
+                   "HYBRID_SHARD shards within a node",
+                   0) == 0);
+}
+
+TEST_CASE("launch: LLaMA-Factory bitsandbytes spellings and torchao fp8",
+          "[launch]") {
+  // examples/train_qlora/llama3_lora_sft_otfq.yaml spells it bitsandbytes;
+  // extras/constants.py QuantizationMethod.BNB is "bnb".
+  for (const char* method : {"bitsandbytes", "bnb"}) {
+    const auto p = read_one(
+        "lf.yaml",
+        fmt::format("model_name_or_path: m\nstage: sft\nfinetuning_type: lora\n"
+                    "quantization_bit: 4\nquantization_method: {}\n",
+                    method));
+    CHECK(option(p, "--mode") == "qlora");
+    CHECK(option(p, "--quant") == "nf4");
+  }
+  CHECK(error_of([] {
+          read("lf.yaml",
+               "model_name_or_path: m\nfinetuning_type: lora\n"
+               "quantization_bit: 4\nquantization_method: hqq\n");
+        }) ==
+        "lf.yaml: quantization_method: \"hqq\" quantization is not "
+        "modelled; use quantization_method bitsandbytes (bnb)");
+  const auto f8 =
+      read_one("lf.yaml",
+               "model_name_or_path: m\nfinetuning_type: full\nfp8: true\n"
+               "fp8_backend: torchao\n");
+  CHECK(option(f8, "--float8").empty());
+  CHECK(error_of([] {
+          read("lf.yaml",
+               "model_name_or_path: m\nfinetuning_type: full\nfp8: true\n"
+               "fp8_backend: te\n");
+        }) ==
+        "lf.yaml: fp8_backend: \"te\" FP8 is not modelled; use "
+        "fp8_backend torchao");
+}
+
+TEST_CASE("launch: every server command of a file is a plan, named by line",
+          "[launch]") {
+  const auto plans = read(
+      "serve.sh",
+      "#!/bin/bash\n"
+      "vllm serve meta-llama/Llama-3.1-8B --port 8001 &\n"
+      "vllm serve Qwen/Qwen2.5-7B-Instruct \\\n  --tensor-parallel-size 2 &\n"
+      "python -m vllm.entrypoints.openai.api_server --model "
+      "mistralai/Mistral-7B-v0.1 &\n"
+      "docker run --gpus all vllm/vllm-openai:latest --model "
+      "google/gemma-2-9b --max-model-len 4096\n"
+      "wait\n");
+  REQUIRE(plans.size() == 4);
+  CHECK(plans[0].file == "serve.sh:2");
+  CHECK(plans[0].model == "meta-llama/Llama-3.1-8B");
+  CHECK(plans[1].file == "serve.sh:3");
+  CHECK(plans[1].model == "Qwen/Qwen2.5-7B-Instruct");
+  CHECK(option(plans[1], "--tp") == "2");
+  CHECK(plans[2].file == "serve.sh:5");
+  CHECK(plans[2].model == "mistralai/Mistral-7B-v0.1");
+  CHECK(plans[3].file == "serve.sh:6");
+  CHECK(plans[3].model == "google/gemma-2-9b");
+  CHECK(option(plans[3], "--max-model-len") == "4096");
+  // One command: the plan keeps the file's name.
+  CHECK(read_one("one.sh", "vllm serve m\n").file == "one.sh");
+}
+
+TEST_CASE("launch: an engine larger than a node spans nodes of 8", "[launch]") {
+  // tp 8 x pp 4 = 32 GPUs: vLLM keeps tensor parallelism within a node and
+  // runs the 4 pipeline stages on 4 nodes of 8.
+  const auto p = read_one("big.sh",
+                          "vllm serve deepseek-ai/DeepSeek-V3 "
+                          "--tensor-parallel-size 8 --pipeline-parallel-size "
+                          "4\n");
+  CHECK(p.gpus == 8);
+  CHECK(p.nodes == 4);
+  CHECK(contains(p.notes,
+                 "tensor x pipeline x data parallel = 32 GPUs: 4 nodes x 8 "
+                 "GPUs (a node holds at most 8; vLLM runs pipeline stages "
+                 "across nodes)"));
+}
+
+TEST_CASE("launch: preference training in every reader", "[launch]") {
+  // TRL: keys only DPOConfig has, KTOConfig's, CPOConfig's SimPO loss.
+  const auto dpo = read_one("args.yaml",
+                            "model_name_or_path: m\nbeta: 0.1\n"
+                            "precompute_ref_log_probs: true\n"
+                            "max_prompt_length: 512\nmax_length: 1024\n");
+  CHECK(dpo.framework == "trl");
+  CHECK(option(dpo, "--objective") == "dpo");
+  CHECK(option(dpo, "--precompute-ref").empty());
+  CHECK(default_of(dpo, "--loss") == "full");
+  CHECK(dpo.unknown_keys.empty());
+  CHECK(option(read_one("a.yaml",
+                        "model_name_or_path: m\n"
+                        "desirable_weight: 1.0\n"),
+               "--objective") == "kto");
+  CHECK(option(read_one("a.yaml",
+                        "model_name_or_path: m\nloss_type: simpo\n"
+                        "simpo_gamma: 0.5\n"),
+               "--objective") == "simpo");
+  // ORPOConfig has no key of its own: the trainer named in the file name.
+  CHECK(
+      option(read_one("orpo_llama.yaml", "model_name_or_path: m\nbeta: 0.1\n"),
+             "--objective") == "orpo");
+  // LLaMA-Factory: stage dpo with pref_loss, stage kto.
+  CHECK(option(read_one("lf.yaml",
+                        "model_name_or_path: m\nstage: dpo\n"
+                        "finetuning_type: full\npref_beta: 0.1\n"),
+               "--objective") == "dpo");
+  CHECK(option(read_one("lf.yaml",
+                        "model_name_or_path: m\nstage: dpo\npref_loss: orpo\n"
+                        "finetuning_type: lora\n"),
+               "--objective") == "orpo");
+  CHECK(option(read_one("lf.yaml",
+                        "model_name_or_path: m\nstage: kto\n"
+                        "finetuning_type: lora\n"),
+               "--objective") == "kto");
+  // axolotl rl:, torchtune's DPO loss.
+  CHECK(option(read_one("ax.yaml", "base_model: m\nrl: dpo\nrl_beta: 0.1\n"),
+               "--objective") == "dpo");
+  CHECK(option(read_one("ax.yaml", "base_model: m\nrl: simpo\n"),
+               "--objective") == "simpo");
+  const auto tt = read_one("tt.yaml",
+                           "model:\n  _component_: "
+                           "torchtune.models.llama3_1.lora_llama3_1_8b\n"
+                           "loss:\n  _component_: torchtune.rlhf.loss.DPOLoss\n"
+                           "  beta: 0.1\n");
+  CHECK(option(tt, "--objective") == "dpo");
+  CHECK(option(tt, "--loss") == "full");
+}
+
+TEST_CASE("launch: a method oomplan does not model: one message, every reader",
+          "[launch]") {
+  const std::string tail =
+      " training is not modelled (it generates during training or holds "
+      "reward and value models); oomplan plans sft and the preference "
+      "objectives dpo, orpo, kto and simpo";
+  CHECK(error_of([] {
+          read("grpo.yaml", "model_name_or_path: m\nnum_generations: 8\n");
+        }) == "grpo.yaml: num_generations: \"GRPO/RLOO\"" + tail);
+  CHECK(error_of([] {
+          read("lf.yaml",
+               "model_name_or_path: m\nstage: rm\n"
+               "finetuning_type: lora\n");
+        }) == "lf.yaml: stage: \"reward-model\"" + tail);
+  CHECK(error_of([] { read("ax.yaml", "base_model: m\nrl: grpo\n"); }) ==
+        "ax.yaml: rl: \"grpo\"" + tail);
+  CHECK(error_of([] {
+          read("tt.yaml",
+               "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\n"
+               "loss:\n  _component_: torchtune.rlhf.loss.PPOLoss\n");
+        }) == "tt.yaml: loss._component_: \"PPO\"" + tail);
+  // torchtune's GRPO recipe (recipes/configs/llama3_1/8B_full_grpo.yaml).
+  CHECK(error_of([] {
+          read("tt.yaml",
+               "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\n"
+               "loss:\n  _component_: "
+               "torchtune.rlhf.loss.grpo.GRPOSimpleLoss\n");
+        }) == "tt.yaml: loss._component_: \"GRPO\"" + tail);
+}
+
+TEST_CASE("launch: a YAML merge key carries its values in every YAML reader",
+          "[launch]") {
+  // PyYAML's flatten_mapping: the merged mapping's keys, then the
+  // document's own win.
+  const auto ax = read_one("ax.yaml",
+                           "defaults: &d\n  micro_batch_size: 4\n"
+                           "  sequence_len: 2048\n"
+                           "base_model: m\n<<: *d\n");
+  CHECK(option(ax, "--batch") == "4");
+  CHECK(option(ax, "--seq") == "2048");
+  const auto lf = read_one("lf.yaml",
+                           "x: &d\n  cutoff_len: 1024\n"
+                           "  per_device_train_batch_size: 2\n"
+                           "model_name_or_path: m\nfinetuning_type: lora\n"
+                           "<<: *d\n");
+  CHECK(option(lf, "--seq") == "1024");
+  CHECK(option(lf, "--batch") == "2");
+  const auto acc = read_one("acc.yaml",
+                            "base: &b\n  num_processes: 4\n"
+                            "distributed_type: MULTI_GPU\n<<: *b\n");
+  CHECK(acc.gpus == 4);
+  const auto tt = read_one("tt.yaml",
+                           "common: &c\n  batch_size: 3\n"
+                           "model:\n  _component_: "
+                           "torchtune.models.llama3_1.llama3_1_8b\n<<: *c\n");
+  CHECK(option(tt, "--batch") == "3");
+}
+
+TEST_CASE("launch: a docker compose file plans every vLLM service",
+          "[launch]") {
+  // compose `command:` as a string and as a list; the vllm/vllm-openai
+  // image's entrypoint is the server, so its command is the arguments.
+  const auto plans = read("compose.yaml",
+                          "services:\n"
+                          "  chat:\n"
+                          "    image: vllm/vllm-openai:v0.10.1\n"
+                          "    command: --model Qwen/Qwen2.5-7B-Instruct "
+                          "--max-model-len 8192\n"
+                          "  big:\n"
+                          "    image: vllm/vllm-openai:latest\n"
+                          "    command: [\"meta-llama/Llama-3.1-70B\", "
+                          "\"--tensor-parallel-size\", \"4\"]\n"
+                          "  web:\n"
+                          "    image: nginx\n"
+                          "    command: nginx -g 'daemon off;'\n");
+  REQUIRE(plans.size() == 2);
+  CHECK(plans[0].file == "compose.yaml: services.chat");
+  CHECK(plans[0].model == "Qwen/Qwen2.5-7B-Instruct");
+  CHECK(option(plans[0], "--max-model-len") == "8192");
+  CHECK(plans[1].file == "compose.yaml: services.big");
+  CHECK(plans[1].model == "meta-llama/Llama-3.1-70B");
+  CHECK(option(plans[1], "--tp") == "4");
+  CHECK(error_of([] {
+          read("c.yaml", "services:\n  web:\n    image: nginx\n");
+        }).rfind("c.yaml: no compose service runs vLLM", 0) == 0);
 }

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,23 @@ Setup start(Framework fw, int gpus, Mode mode, Engine engine, std::int64_t seq,
   s.seq = seq;
   s.batch = batch;
   return s;
+}
+
+// A preference objective the framework's files express (issue 25): every
+// objective in TRL's, accelerate's, DeepSpeed's and axolotl's files;
+// LLaMA-Factory has no precomputed reference; torchtune ships DPO and SimPO
+// losses; Megatron none.
+std::optional<TrainObjective> objective_for(Framework fw, std::size_t n) {
+  constexpr std::array k_all = {TrainObjective::dpo, TrainObjective::orpo,
+                                TrainObjective::kto, TrainObjective::simpo};
+  switch (fw) {
+    case Framework::megatron:
+      return std::nullopt;
+    case Framework::torchtune:
+      return n % 2 == 0 ? TrainObjective::dpo : TrainObjective::simpo;
+    default:
+      return k_all[n % k_all.size()];
+  }
 }
 
 void advise_one(const Model& model, const Gpu& gpu, const Setup& s, Corpus& c) {
@@ -123,6 +141,14 @@ Corpus corpus() {
                                 Engine::hf, seq, batch);
                 shard(s, sharding);
                 advise_one(model, gpu, s, c);
+                if (const auto o = objective_for(*s.framework, n / 3);
+                    o && n % 3 == 0) {
+                  // Every reader plans a preference loss on the full
+                  // logits.
+                  s.objective = *o;
+                  s.loss = Loss::full;
+                  advise_one(model, gpu, s, c);
+                }
               }
             }
           }

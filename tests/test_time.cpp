@@ -228,3 +228,26 @@ TEST_CASE("time: MoE decode reads only the experts its tokens route to",
         Approx((weights + 256 * 512 * kv) / (gpu.bandwidth_gb_s * 1e9 * 0.8))
             .epsilon(0.01));
 }
+
+TEST_CASE("time: preference training runs 2 x rows and the reference forward",
+          "[time][preference]") {
+  const Model m = toy_model();
+  const Gpu g = toy_gpu(0);
+  const Resolved s = resolve(m, g, Setup{.mode = Mode::full, .seq = 1024});
+  // N = 34,578,432 and a = 4,194,304 as in the case above. ORPO: chosen and
+  // rejected, 2 x 1024 tokens of (6 N + 3 a) each.
+  Resolved orpo = s;
+  orpo.objective = TrainObjective::orpo;
+  const StepTime to = estimate_time(m, g, orpo);
+  CHECK(to.tokens_per_step == 2048);
+  CHECK(to.flops_per_step == Approx((6.0 * 34578432 + 3.0 * 4194304) * 2048));
+  // DPO adds the reference's forward under no_grad (2 N + a per token):
+  // (8 N + 4 a) x 2048.
+  Resolved dpo = s;
+  dpo.objective = TrainObjective::dpo;
+  CHECK(estimate_time(m, g, dpo).flops_per_step ==
+        Approx((8.0 * 34578432 + 4.0 * 4194304) * 2048));
+  // Precomputed log-probs: no reference forward in the step.
+  dpo.precompute_ref = true;
+  CHECK(estimate_time(m, g, dpo).flops_per_step == Approx(to.flops_per_step));
+}

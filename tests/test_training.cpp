@@ -1314,3 +1314,132 @@ TEST_CASE("training: an MXFP4 checkpoint is planned dequantized to bf16",
   s.quant = Quant::mxfp4;
   CHECK(resolve(model, gpu, s).quant == Quant::mxfp4);
 }
+
+// ---- preference training (issue 25) ----
+
+namespace {
+
+// Llama-3-8B by hand: h 4096, 32 layers, 32 heads, 8 KV heads, head_dim 128,
+// I 14336, vocab 128256, untied: embedding and lm_head 2 x 525,336,576, a
+// layer 41,943,040 (q, k, v, o) + 176,160,768 (MLP) + 8,192 (norms) =
+// 218,112,000, x 32 = 6,979,584,000, + the final norm 4,096:
+// 8,030,261,248 parameters (Meta's model card: 8.03B).
+Model llama3_8b() {
+  Model m = llama3_70b();
+  m.name = "llama-3-8b";
+  m.num_layers = 32;
+  m.num_heads = 32;
+  m.num_kv_heads = 8;
+  m.hidden_size = 4096;
+  m.intermediate_size = 14336;
+  return m;
+}
+
+Setup preference_setup(Mode mode, TrainObjective objective) {
+  Setup s;
+  s.mode = mode;
+  s.objective = objective;
+  s.seq = 2048;
+  s.batch = 1;
+  s.checkpointing = Checkpointing::full;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("training: DPO full fine-tuning holds a frozen reference copy",
+          "[training][preference]") {
+  const Gpu& gpu = find_gpu(test::catalog(), "H100");
+  const Model m = llama3_8b();
+  // TRL creates the reference as a second model in the policy's dtype
+  // (create_reference_model / from_pretrained): 8,030,261,248 x 2 B =
+  // 16,060,522,496 B = 16.06 GB of bf16, no gradients, no optimizer states.
+  const Budget dpo =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::dpo));
+  CHECK(dpo.bytes_of("reference_weights") == 16'060'522'496);
+  const Budget sft =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::sft));
+  CHECK(sft.bytes_of("reference_weights") == 0);
+  CHECK(dpo.bytes_of("weights") == sft.bytes_of("weights"));
+  CHECK(dpo.bytes_of("gradients") == sft.bytes_of("gradients"));
+  CHECK(dpo.bytes_of("optimizer") == sft.bytes_of("optimizer"));
+  // Under ZeRO-3 TRL's prepare_deepspeed shards the reference like the
+  // policy: 16,060,522,496 / 8 = 2,007,565,312 B per GPU.
+  Setup z3 = preference_setup(Mode::full, TrainObjective::dpo);
+  z3.gpus = 8;
+  z3.zero = 3;
+  CHECK(test::budget(m, gpu, z3).bytes_of("reference_weights") ==
+        2'007'565'312);
+  // ZeRO-2: the reference is prepared at stage 0, a full replica per GPU.
+  z3.zero = 2;
+  CHECK(test::budget(m, gpu, z3).bytes_of("reference_weights") ==
+        16'060'522'496);
+}
+
+TEST_CASE("training: DPO with LoRA or precomputed log-probs holds no copy",
+          "[training][preference]") {
+  const Gpu& gpu = find_gpu(test::catalog(), "H100");
+  const Model m = llama3_8b();
+  // A PEFT policy is its own reference with the adapters disabled (TRL
+  // null_ref_context): no extra weights.
+  const Budget lora =
+      test::budget(m, gpu, preference_setup(Mode::lora, TrainObjective::dpo));
+  CHECK(lora.bytes_of("reference_weights") == 0);
+  // precompute_ref_log_probs: the reference runs once before training and
+  // is freed.
+  Setup pre = preference_setup(Mode::full, TrainObjective::dpo);
+  pre.precompute_ref = true;
+  CHECK(test::budget(m, gpu, pre).bytes_of("reference_weights") == 0);
+  // KTO full fine-tuning compares with a reference as DPO does.
+  CHECK(test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::kto))
+            .bytes_of("reference_weights") == 16'060'522'496);
+}
+
+TEST_CASE("training: chosen and rejected are 2 x batch rows in one forward",
+          "[training][preference]") {
+  const Gpu& gpu = find_gpu(test::catalog(), "H100");
+  const Model m = llama3_8b();
+  // TRL's concatenated_forward stacks chosen and rejected: a pairwise
+  // objective at batch 1 holds what SFT holds at batch 2, activations and
+  // logits alike. ORPO is reference-free: nothing else differs.
+  for (const auto objective : {TrainObjective::orpo, TrainObjective::simpo}) {
+    const Budget pair =
+        test::budget(m, gpu, preference_setup(Mode::full, objective));
+    Setup two = preference_setup(Mode::full, TrainObjective::sft);
+    two.batch = 2;
+    const Budget sft2 = test::budget(m, gpu, two);
+    CHECK(pair.bytes_of("activations") == sft2.bytes_of("activations"));
+    CHECK(pair.bytes_of("logits") == sft2.bytes_of("logits"));
+  }
+  const Budget orpo =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::orpo));
+  CHECK(orpo.bytes_of("reference_weights") == 0);
+  // KTO's examples are single completions: SFT's rows.
+  const Budget kto =
+      test::budget(m, gpu, preference_setup(Mode::lora, TrainObjective::kto));
+  const Budget sft =
+      test::budget(m, gpu, preference_setup(Mode::lora, TrainObjective::sft));
+  CHECK(kto.bytes_of("activations") == sft.bytes_of("activations"));
+}
+
+TEST_CASE("training: the reference forward's logits join the policy's",
+          "[training][preference]") {
+  const Gpu& gpu = find_gpu(test::catalog(), "H100");
+  const Model m = llama3_8b();
+  // TRL runs the reference (under no_grad) right after the policy's
+  // concatenated_forward, whose logits autograd still holds: at the end of
+  // the forward DPO holds ORPO's moment plus the reference copy
+  // (16,060,522,496 B) and the reference's bf16 logits over the same 2 x 1
+  // rows: 2 x 2048 tokens x 128,256 x 2 B = 1,050,673,152 B.
+  const Budget dpo =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::dpo));
+  const Budget orpo =
+      test::budget(m, gpu, preference_setup(Mode::full, TrainObjective::orpo));
+  REQUIRE(dpo.moments[1].name == "logits");
+  const Bytes diff =
+      dpo.moments[1].allocated_bytes - orpo.moments[1].allocated_bytes;
+  CHECK(std::abs(diff - (16'060'522'496 + 1'050'673'152)) <= 2);
+  // Inside a layer no logits exist: only the reference copy differs.
+  CHECK(dpo.moments[0].allocated_bytes - orpo.moments[0].allocated_bytes ==
+        16'060'522'496);
+}

@@ -605,8 +605,9 @@ Setup switched(const Setup& base, const Resolved& r, Framework to,
     // Its attention calls F.scaled_dot_product_attention
     // (modules/attention_utils.py) and its recipes ship a chunked loss
     // (modules/loss): what a torchtune launch runs, not moves.
+    // Its DPO recipes take log-probs from the full logits (rlhf/loss).
     s.attn = Attn::sdpa;
-    if (s.loss == Loss::full) {
+    if (s.loss == Loss::full && s.objective == TrainObjective::sft) {
       s.loss = Loss::chunked;
     }
   }
@@ -637,13 +638,22 @@ std::vector<Framework> switch_targets(const Ctx& c) {
       out.push_back(Framework::vllm);
     }
   } else {
+    // A fix keeps the objective: torchtune's preference recipes are DPO's
+    // (rlhf/loss DPOLoss, SimPOLoss; the reference runs every step), and
+    // Megatron-LM's pretrain script has none.
+    const bool sft = r.objective == TrainObjective::sft;
+    const bool torchtune_objective =
+        sft || ((r.objective == TrainObjective::dpo ||
+                 r.objective == TrainObjective::simpo) &&
+                !r.precompute_ref);
     // torchtune trains in bf16 or fp32 only (training/precision.py).
-    if (runs_bf16(c.gpu) && torchtune_has_builder(c.model.model_type)) {
+    if (runs_bf16(c.gpu) && torchtune_has_builder(c.model.model_type) &&
+        torchtune_objective) {
       out.push_back(Framework::torchtune);
     }
     // Megatron-LM trains full models (adapters are NeMo's, and no NF4 runs
     // under its tensor-parallel layers).
-    if (r.total_gpus() > 1 && r.mode == Mode::full) {
+    if (r.total_gpus() > 1 && r.mode == Mode::full && sft) {
       out.push_back(Framework::megatron);
     }
   }

@@ -181,6 +181,12 @@ Capability capability_of(const Setup& setup) {
     c.zero = false;
     c.optimizer_offload = false;
   }
+  if (setup.objective != TrainObjective::sft) {
+    // Preference trainers take per-token log-probs from the full logits
+    // (trl/trainer/dpo_trainer.py concatenated_forward, torchtune's DPO
+    // recipes): no chunked loss to switch on.
+    c.chunked_loss = false;
+  }
   return c;
 }
 

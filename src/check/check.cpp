@@ -89,11 +89,15 @@ CheckSetup check_setup(const LaunchPlan& launch, const CheckOptions& options,
   if (options.gpus) {
     setup.gpus = *options.gpus;
     if (launch.gpus && *launch.gpus != *options.gpus) {
+      // "4 nodes x 8 GPUs" when the file states nodes, else per node.
+      const int nodes = launch.nodes.value_or(1);
+      const auto layout = [nodes](int gpus) {
+        return nodes > 1 ? fmt::format("{} nodes x {}", nodes, gpus_words(gpus))
+                         : fmt::format("{} per node", gpus_words(gpus));
+      };
       out.notes.push_back(fmt::format(
-          "the file launches {} per node; --gpus {} (command line) wins: "
-          "planned on {} per node",
-          gpus_words(*launch.gpus), options.gpus_text,
-          gpus_words(*options.gpus)));
+          "the file launches {}; --gpus {} (command line) wins: planned on {}",
+          layout(*launch.gpus), options.gpus_text, layout(*options.gpus)));
     }
   } else if (launch.gpus) {
     setup.gpus = *launch.gpus;

@@ -155,43 +155,62 @@ void fsdp_version(Accelerate& s, const Row& row) {
   s.fsdp_version = s.keys.integer(row.key, 1, 2).value_or(1);
 }
 
-// FSDP2 (FullyShardedDataParallelPlugin): fsdp_reshard_after_forward true =
-// FULL_SHARD, false = SHARD_GRAD_OP.
-void reshard_after_forward(Accelerate& s, const Row& row) {
-  if (s.fsdp_version != 2) {
-    return;
-  }
-  const Json* r = s.keys.read(row.key);
-  const bool reshard =
-      r == nullptr || (r->is_boolean() && r->get<bool>()) ||
-      (r->is_string() && r->get<std::string>() == "FULL_SHARD");
-  set_option(s.plan, reshard ? "--fsdp" : "--zero", reshard ? "" : "2",
-             std::string(row.key));
-}
-
-// FSDP1: fsdp_sharding_strategy, FULL_SHARD by default.
-void sharding_strategy(Accelerate& s, const Row& row) {
-  if (s.fsdp_version == 2) {
-    return;
-  }
-  const auto st = s.keys.string(row.key).value_or("FULL_SHARD");
+// FSDP1 sharding strategies (ShardingStrategy names or their numbers), as
+// fsdp_sharding_strategy and, since accelerate 1.6, fsdp_reshard_after_forward
+// state them (FullyShardedDataParallelPlugin).
+void fsdp1_strategy(Accelerate& s, std::string_view key,
+                    const std::string& st) {
   if (st == "FULL_SHARD" || st == "1") {
-    set_option(s.plan, "--fsdp", "", std::string(row.key));
+    set_option(s.plan, "--fsdp", "", std::string(key));
   } else if (st == "SHARD_GRAD_OP" || st == "2") {
-    set_option(s.plan, "--zero", "2", std::string(row.key));
+    set_option(s.plan, "--zero", "2", std::string(key));
   } else if (st == "HYBRID_SHARD" || st == "HYBRID_SHARD_ZERO2" || st == "4" ||
              st == "5") {
-    s.keys.fail(row.key,
+    s.keys.fail(key,
                 fmt::format("{} shards within a node and replicates across "
                             "nodes, which is not modelled; use FULL_SHARD or "
                             "SHARD_GRAD_OP",
                             st));
   } else if (st != "NO_SHARD" && st != "3") {
-    s.keys.fail(row.key,
-                fmt::format("{} is not a sharding strategy; use FULL_SHARD, "
-                            "SHARD_GRAD_OP or NO_SHARD",
-                            echo(st)));
+    s.keys.fail(key, fmt::format("{} is not a sharding strategy; use "
+                                 "FULL_SHARD, SHARD_GRAD_OP or NO_SHARD",
+                                 echo(st)));
   }
+}
+
+// fsdp_reshard_after_forward (FullyShardedDataParallelPlugin, accelerate >=
+// 1.6, which deprecates fsdp_sharding_strategy for it): under FSDP2 a bool,
+// true = FULL_SHARD, false keeps the gathered parameters from forward to
+// backward = SHARD_GRAD_OP (ZeRO-2); under FSDP1 a sharding-strategy name.
+void reshard_after_forward(Accelerate& s, const Row& row) {
+  const Json* r = s.keys.read(row.key);
+  if (s.fsdp_version != 2) {
+    if (r != nullptr) {
+      const auto st = r->is_boolean()
+                          ? std::optional<std::string>(
+                                r->get<bool>() ? "FULL_SHARD" : "SHARD_GRAD_OP")
+                          : s.keys.string(row.key);
+      fsdp1_strategy(s, row.key, st.value_or("FULL_SHARD"));
+    }
+    return;
+  }
+  const bool reshard =
+      r == nullptr || (r->is_boolean() && r->get<bool>()) ||
+      (r->is_string() && (r->get<std::string>() == "FULL_SHARD" ||
+                          lower(r->get<std::string>()) == "true"));
+  set_option(s.plan, reshard ? "--fsdp" : "--zero", reshard ? "" : "2",
+             std::string(row.key));
+}
+
+// FSDP1: fsdp_sharding_strategy, FULL_SHARD by default; the newer
+// fsdp_reshard_after_forward, when stated, replaces it.
+void sharding_strategy(Accelerate& s, const Row& row) {
+  if (s.fsdp_version == 2 ||
+      s.keys.has("fsdp_config.fsdp_reshard_after_forward")) {
+    s.keys.read(row.key);
+    return;
+  }
+  fsdp1_strategy(s, row.key, s.keys.string(row.key).value_or("FULL_SHARD"));
 }
 
 void mark_version(Accelerate& s, const Row& row) {
@@ -319,10 +338,13 @@ constexpr std::array k_deepspeed_unused = {
 constexpr std::array k_parallelism_rows = {
     Row::parallel("parallelism_config.parallelism_config_tp_size", "--tp",
                   k_dataclasses),
-    Row::refuse_degree("parallelism_config.parallelism_config_cp_size", 1,
-                       "context parallelism is not modelled; remove it or set "
-                       "it to 1",
-                       k_dataclasses),
+    // ParallelismConfig.cp_size: the sequence sharded over cp ranks.
+    Row::parallel("parallelism_config.parallelism_config_cp_size", "--cp",
+                  k_dataclasses),
+    Row::unused("parallelism_config.parallelism_config_cp_comm_strategy",
+                k_dataclasses),
+    Row::unused("parallelism_config.parallelism_config_cp_backend",
+                k_dataclasses),
     Row::refuse_degree(
         "parallelism_config.parallelism_config_dp_replicate_size", 1,
         "hybrid sharding (replicated shard groups) is not modelled",

@@ -566,14 +566,47 @@ constexpr std::array k_kernel_rows = {
 
 // ---- parallelism, FSDP, DeepSpeed ----
 
-void refuse_rl(Axolotl& s, const Row& row) {
-  if (const Json* rl = s.keys.read(row.key)) {
-    s.keys.fail(row.key,
-                fmt::format("preference / RL training ({}) holds chosen "
-                            "and rejected sequences and often a "
-                            "reference model, which is not modelled",
-                            echo_json(*rl)));
+// The preference trainers' settings (utils/schemas/config.py): they do not
+// change memory.
+constexpr std::array k_axolotl_preference_unused = {
+    "rl_beta",
+    "dpo_use_weighting",
+    "dpo_use_logits_to_keep",
+    "dpo_label_smoothing",
+    "dpo_norm_loss",
+    "dpo_padding_free",
+    "dpo_generate_during_eval",
+    "orpo_alpha",
+    "kto_desirable_weight",
+    "kto_undesirable_weight",
+    "simpo_gamma",
+    "cpo_alpha",
+    "rpo_alpha",
+    "max_prompt_len",
+};
+
+// rl (utils/schemas/enums.py RLType): dpo and ipo (TRL DPOTrainer, a
+// reference model under full fine-tuning: core/builders/rl.py loads
+// model_ref only without an adapter), orpo, kto, simpo (CPOTrainer); grpo
+// generates during training and is refused as every reader refuses it.
+void rl(Axolotl& s, const Row& row) {
+  const auto method = s.keys.string(row.key);
+  if (!method) {
+    return;
   }
+  const std::string m = lower(*method);
+  if (m == "dpo" || m == "ipo") {
+    set_objective(s.plan, "dpo", std::string(row.key));
+  } else if (m == "orpo" || m == "kto" || m == "simpo") {
+    set_objective(s.plan, m, std::string(row.key));
+  } else {
+    refuse_method(s.keys, row.key, *method);
+  }
+  // Preference losses gather per-token log-probs from the whole logits
+  // (trl/trainer/dpo_trainer.py concatenated_forward).
+  set_default(s.plan, "--loss", "full",
+              "axolotl's rl trainers are TRL's: per-token log-probs from "
+              "the full logits (trl/trainer/dpo_trainer.py)");
 }
 
 // The version inside fsdp_config, seen before read_hf_fsdp reads it: the
@@ -648,7 +681,9 @@ constexpr std::array k_parallel_rows = {
                        k_config),
     Row::unused("heads_k_stride", k_config),
     Row::unused("ring_attn_func", k_config),
-    Row{"rl", refuse_rl, k_config},
+    Row{"rl", rl, k_config},
+    Row::when_true("precompute_ref_log_probs", "--precompute-ref", "",
+                   k_config),
     Row::refuse_present("qat", "quantization-aware training is not modelled",
                         k_config),
     Row::unused_children("quantization", k_config),
@@ -667,6 +702,7 @@ void read_axolotl(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
   Axolotl s{{keys, plan}, load, attached};
   mark_unused_keys(keys, k_axolotl_unused_a_to_l);
   mark_unused_keys(keys, k_axolotl_unused_m_to_z);
+  mark_unused_keys(keys, k_axolotl_preference_unused);
   walk_rows(s, k_adapter_rows);
   if (s.adapter) {
     walk_rows(s, k_lora_rows);

@@ -32,8 +32,10 @@ constexpr std::array k_trl_unused = {
     "dataset_config",
     "dataset_config_name",
     "dataset_kwargs",
+    "dataset_mixer",  // alignment-handbook's DataArguments
     "dataset_name",
     "dataset_num_proc",
+    "dataset_splits",  // alignment-handbook's DataArguments
     "dataset_streaming",
     "dataset_test_split",
     "dataset_text_field",
@@ -132,6 +134,7 @@ struct HfTrainer : Reading {
   std::optional<std::string> weights = {};  // the dtype the model loads in
   std::string weights_key = {};
   TrainerValues trainer = {};
+  std::string objective = "sft";  // --objective of a TRL preference config
 };
 using Row = KeyRow<HfTrainer>;
 
@@ -413,6 +416,14 @@ void loss_type(HfTrainer& s, const Row& row) {
   if (!loss) {
     return;
   }
+  if (s.objective != "sft") {
+    if (trl_loss_objective(*loss).empty()) {
+      s.keys.fail(row.key, fmt::format("{} is not a DPO, CPO or KTO loss_type "
+                                       "(trl/trainer/dpo_config.py)",
+                                       echo(*loss)));
+    }
+    return;
+  }
   if (*loss == "chunked_nll") {
     set_option(s.plan, "--loss", "chunked", std::string(row.key));
   } else if (*loss == "nll" || *loss == "dft") {
@@ -458,6 +469,8 @@ constexpr std::array k_run_rows = {
     Row::when_true("use_liger_kernel", "--loss", "chunked", k_args),
     Row::unused_children("liger_kernel_config", k_args),
     Row{"loss_type", loss_type, k_sft},
+    Row::when_true("precompute_ref_log_probs", "--precompute-ref", "",
+                   "trl/trainer/dpo_config.py"),
     Row::refuse_true("use_cpu",
                      "training on the CPU is not planned; oomplan plans "
                      "GPU memory",
@@ -470,6 +483,154 @@ constexpr std::array k_run_rows = {
     Row{"deepspeed", deepspeed, k_args},
 };
 
+// ---- TRL preference and RL configs: which trainer the file configures ----
+
+// Keys only one trainer's config has (trl/trainer/kto_config.py,
+// cpo_config.py, dpo_config.py).
+constexpr std::array k_kto_markers = {"desirable_weight", "undesirable_weight"};
+constexpr std::array k_cpo_markers = {"cpo_alpha", "simpo_gamma"};
+constexpr std::array k_dpo_markers = {
+    "precompute_ref_log_probs",
+    "precompute_ref_batch_size",
+    "ref_model_init_kwargs",
+    "rpo_alpha",
+    "ref_adapter_name",
+    "model_adapter_name",
+    "sync_ref_model",
+    "ref_model_sync_steps",
+    "ref_model_mixup_alpha",
+    "reference_free",
+    "f_divergence_type",
+    "f_alpha_divergence_coef",
+    "use_weighting",
+    "loss_weights",
+    "ld_alpha",
+    "force_use_ref_model",
+};
+// Keys of the trainers oomplan does not model, and their method: GRPO and
+// RLOO generate completions during training (grpo_config.py, rloo_config.py),
+// PPO holds reward and value models (ppo_config.py), RewardConfig trains a
+// reward model (reward_config.py).
+struct RlMarker {
+  const char* key;
+  std::string_view method;
+};
+constexpr std::array k_rl_markers = {
+    RlMarker{"num_generations", "GRPO/RLOO"},
+    RlMarker{"num_ppo_epochs", "PPO"},
+    RlMarker{"vf_coef", "PPO"},
+    RlMarker{"reward_model_path", "PPO"},
+    RlMarker{"center_rewards_coefficient", "reward-model"},
+};
+// The other preference keys: they do not change memory.
+constexpr std::array k_preference_unused = {
+    "beta",
+    "label_smoothing",
+    "max_prompt_length",
+    "max_completion_length",
+    "label_pad_token_id",
+    "padding_value",
+    "disable_dropout",
+    "generate_during_eval",
+    "is_encoder_decoder",
+    "desirable_weight",
+    "undesirable_weight",
+    "cpo_alpha",
+    "simpo_gamma",
+    "rpo_alpha",
+    "ref_adapter_name",
+    "model_adapter_name",
+    "sync_ref_model",
+    "ref_model_sync_steps",
+    "ref_model_mixup_alpha",
+    "reference_free",
+    "f_divergence_type",
+    "f_alpha_divergence_coef",
+    "use_weighting",
+    "loss_weights",
+    "ld_alpha",
+    "force_use_ref_model",
+    "precompute_ref_batch_size",
+    "use_logits_to_keep",
+    "tools",
+};
+
+template <std::size_t N>
+const char* first_present(const KeyReader& keys,
+                          const std::array<const char*, N>& markers) {
+  for (const char* k : markers) {
+    if (keys.has(k)) {
+      return k;
+    }
+  }
+  return nullptr;
+}
+
+// The objective a trainer name in the file's path gives ("dpo.yaml",
+// "orpo_qwen.yaml", alignment-handbook's "recipes/.../orpo/config_full.yaml"):
+// ORPOConfig has no key of its own.
+std::string_view objective_of_name(std::string_view file) {
+  const std::string name = lower(file);
+  for (const auto& [word, objective] :
+       {std::pair<std::string_view, std::string_view>{"orpo", "orpo"},
+        {"kto", "kto"},
+        {"simpo", "simpo"},
+        {"cpo", "simpo"},
+        {"dpo", "dpo"}}) {
+    if (name.find(word) != std::string::npos) {
+      return objective;
+    }
+  }
+  return "";
+}
+
+// The trainer of a TRL config: keys only its config has, then a preference
+// loss_type, then the trainer named in the file's name, then DPO's beta.
+// RL trainers are refused. "sft" when nothing says preference.
+void detect_trl_objective(HfTrainer& s) {
+  for (const RlMarker& m : k_rl_markers) {
+    if (s.keys.has(m.key)) {
+      refuse_method(s.keys, m.key, m.method);
+    }
+  }
+  const std::string loss = s.keys.peek("loss_type") != nullptr &&
+                                   s.keys.peek("loss_type")->is_string()
+                               ? s.keys.peek("loss_type")->get<std::string>()
+                               : std::string();
+  const std::string_view by_loss = trl_loss_objective(loss);
+  std::string key;
+  if (const char* k = first_present(s.keys, k_kto_markers)) {
+    s.objective = "kto", key = k;
+  } else if (by_loss == "kto" || by_loss == "simpo") {
+    s.objective = by_loss, key = "loss_type";
+  } else if (const char* c = first_present(s.keys, k_cpo_markers)) {
+    s.objective = "simpo", key = c;
+  } else if (const char* d = first_present(s.keys, k_dpo_markers)) {
+    s.objective = "dpo", key = d;
+  } else if (const auto named = objective_of_name(s.plan.file);
+             !named.empty() && (s.keys.has("beta") || !by_loss.empty())) {
+    s.objective = named, key = s.keys.has("beta") ? "beta" : "loss_type";
+  } else if (!by_loss.empty() || s.keys.has("beta")) {
+    s.objective = "dpo", key = by_loss.empty() ? "beta" : "loss_type";
+    s.plan.notes.push_back(
+        "a preference config with no key only one trainer has: planned as "
+        "DPO (trl/trainer/dpo_config.py), which holds a reference model; for "
+        "ORPO or SimPO give --objective orpo or simpo");
+  }
+  if (s.objective != "sft") {
+    mark_unused_keys(s.keys, k_preference_unused);
+    s.keys.unused_children("ref_model_init_kwargs");
+    set_objective(s.plan, s.objective, key);
+    // Preference losses gather per-token log-probs from the whole logits
+    // (trl/trainer/dpo_trainer.py concatenated_forward, selective_log_softmax
+    // in utils.py), not SFT's chunked_nll.
+    set_default(
+        s.plan, "--loss", "full",
+        "DPO, ORPO, KTO and CPO compute per-token log-probs from the "
+        "full logits (trl/trainer/dpo_trainer.py concatenated_forward)");
+  }
+}
+
 }  // namespace
 
 void read_hf_trainer(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
@@ -478,6 +639,10 @@ void read_hf_trainer(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
                                [&](const char* k) { return keys.has(k); });
   plan.framework = trl ? "trl" : "hf-trainer";
   HfTrainer s{{keys, plan}, load, attached};
+  detect_trl_objective(s);
+  if (s.objective != "sft") {
+    plan.framework = "trl";
+  }
   mark_hf_unused(keys);
   mark_unused_keys(keys, k_trl_unused);
   walk_rows(s, k_mode_rows);

@@ -27,6 +27,9 @@ inline constexpr long k_max_values = 100'000;  // values after YAML aliases
 inline constexpr int k_max_yaml_documents =
     64;  // "---" separated, empty ones too
 inline constexpr std::size_t k_max_echo = 60;  // characters of user text
+// The most GPUs one node holds (HGX/DGX boards of 8): a command line's larger
+// engine spans nodes.
+inline constexpr std::int64_t k_node_gpus = 8;
 
 // Refuses text that is too large, holds NUL bytes or is not UTF-8.
 void check_text(std::string_view text, const std::string& origin);
@@ -145,7 +148,17 @@ struct Attached {
   std::string deepspeed_origin;
 };
 
+// The first `vllm serve` command of `text` (a probe for format detection).
 void read_vllm(std::string_view text, LaunchPlan& plan);
+// Every vLLM server command of `text` (vllm serve, python -m ...api_server,
+// docker run vllm/vllm-openai), one plan each, copied from `base`; named
+// "FILE:LINE" when there are several.
+std::vector<LaunchPlan> read_vllm_commands(std::string_view text,
+                                           const LaunchPlan& base);
+// A docker compose file: one plan per service whose command runs vLLM (the
+// vllm/vllm-openai image's arguments, or `vllm serve ...`), named
+// "FILE: services.NAME".
+std::vector<LaunchPlan> read_compose(const Json& doc, const LaunchPlan& base);
 DeepSpeedFacts read_deepspeed(KeyReader& keys, LaunchPlan& plan);
 // The options a DeepSpeed config states when it is a plan of its own.
 void deepspeed_own_options(const DeepSpeedFacts& facts, LaunchPlan& plan);
@@ -209,6 +222,20 @@ void mark_fsdp_version(LaunchPlan& plan, std::optional<std::int64_t> version,
 // Loads a file another file names; Error naming `key` when it is missing.
 std::string load_named(const KeyReader& keys, std::string_view key,
                        const std::string& path, const FileLoader& load);
+
+// Preference training (preference.cpp). The one refusal every reader gives
+// for a training method oomplan does not model (PPO, GRPO and other online
+// RL with generation, reward modelling): Error at `key` naming `method`.
+[[noreturn]] void refuse_method(const KeyReader& keys, std::string_view key,
+                                std::string_view method);
+// --objective NAME (sft, dpo, orpo, kto, simpo) read at `key`; sft sets
+// nothing.
+void set_objective(LaunchPlan& plan, std::string_view objective,
+                   std::string key);
+// TRL's preference loss_type values (DPOConfig, CPOConfig, KTOConfig): the
+// objective whose memory they have ("dpo", "simpo", "kto"), or "" when the
+// name is none of them.
+std::string_view trl_loss_objective(std::string_view loss_type);
 
 // Options of `plan` (convenience).
 void set_option(LaunchPlan& plan, std::string flag, std::string value,

@@ -200,7 +200,7 @@ bool looks_like_vllm(std::string_view text, const std::string& origin) {
 struct Parsed {  // NOLINT(bugprone-exception-escape)
   const LaunchFile* file = nullptr;
   Format format = Format::plans;
-  Json doc;  // empty for vllm
+  Json doc;  // empty for vllm command lines; a compose file's document
   // Files it names, as written (deepspeed:, fsdp_config:,
   // deepspeed_config_file:).
   std::vector<std::string> names;
@@ -224,6 +224,12 @@ Parsed parse_file(const LaunchFile& file) {
   }
   p.doc = json ? parse_json_text(file.text, file.origin, &p.repeated)
                : parse_yaml_text(file.text, file.origin, &p.repeated);
+  // docker compose: services whose command runs vLLM.
+  if (p.doc.is_object() && p.doc.contains("services") &&
+      p.doc["services"].is_object()) {
+    p.format = Format::vllm;
+    return p;
+  }
   if (p.doc.is_array() ||
       (p.doc.is_object() && p.doc.contains("plans") && p.doc.size() == 1)) {
     p.format = Format::plans;
@@ -299,11 +305,6 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
         "loader (PyYAML, Python's json) keeps it",
         echo(key)));
   }
-  if (p.format == Format::vllm) {
-    read_vllm(p.file->text, plan);
-    apply_framework_defaults(plan);
-    return;
-  }
   KeyReader keys(p.doc, origin);
   switch (p.format) {
     case Format::deepspeed: {
@@ -332,6 +333,21 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
   }
   keys.finish(plan);
   apply_framework_defaults(plan);
+}
+
+// A command-line file: one plan per vLLM server command in it.
+std::vector<LaunchPlan> read_commands(const Parsed& p) {
+  LaunchPlan base;
+  base.file = p.file->origin;
+  base.reader = std::string(format_name(p.format));
+  base.framework = base.reader;
+  std::vector<LaunchPlan> plans = p.doc.is_object()
+                                      ? read_compose(p.doc, base)
+                                      : read_vllm_commands(p.file->text, base);
+  for (LaunchPlan& plan : plans) {
+    apply_framework_defaults(plan);
+  }
+  return plans;
 }
 
 // Folds a launcher plan (an accelerate config given next to a training file)
@@ -540,8 +556,10 @@ std::vector<LaunchPlan> read_launch_files(const std::vector<LaunchFile>& files,
       continue;
     }
     const Parsed& p = parsed[i];
-    if (p.format == Format::plans) {
-      for (auto& plan : read_plans(p.doc, p.file->origin)) {
+    if (p.format == Format::plans || p.format == Format::vllm) {
+      for (auto& plan : p.format == Format::plans
+                            ? read_plans(p.doc, p.file->origin)
+                            : read_commands(p)) {
         plans.push_back(std::move(plan));
       }
       continue;

@@ -122,13 +122,11 @@ constexpr std::array k_llama_factory_unused = {
 constexpr std::array k_preference_unused = {
     "pref_beta",
     "pref_ftx",
-    "pref_loss",
     "pref_bco_weight",
     "dpo_label_smoothing",
     "kto_chosen_weight",
     "kto_rejected_weight",
     "simpo_gamma",
-    "ref_model",
     "reward_model",
     "ppo_epochs",
     "ppo_buffer_size",
@@ -181,7 +179,6 @@ constexpr std::array k_method_unused = {
     "asft_alpha",
     "use_eaft_loss",
     "eaft_alpha",
-    "fp8_backend",
     "fp8_enable_fsdp_float8_all_gather",
 };
 
@@ -209,14 +206,52 @@ constexpr std::string_view k_trainer = "transformers training_args.py";
 
 // ---- stage, tuning method, quantization ----
 
-// pt, sft, rm, ppo, dpo, kto: only the single-model stages are modelled.
+// pt, sft, rm, ppo, dpo, kto (finetuning_args.py): pt and sft, and the
+// preference stages dpo (pref_loss sigmoid, hinge, ipo, kto_pair, orpo,
+// simpo) and kto. rm trains a reward model and ppo holds reward and value
+// models: refused, as every reader refuses them.
 void stage(LlamaFactory& s, const Row& row) {
   const std::string st = s.keys.string(row.key).value_or("sft");
-  if (st != "sft" && st != "pt" && st != "rm") {
-    s.keys.fail(row.key, fmt::format("{} training holds more than one model or "
-                                     "paired sequences, which is not modelled; "
-                                     "use sft or pt",
+  if (st != "dpo") {
+    s.keys.unused("pref_loss");
+  }
+  if (st == "rm") {
+    refuse_method(s.keys, row.key, "reward-model");
+  }
+  if (st == "ppo") {
+    refuse_method(s.keys, row.key, "PPO");
+  }
+  if (st == "kto") {
+    set_objective(s.plan, "kto", std::string(row.key));
+  } else if (st == "dpo") {
+    // train/dpo/trainer.py: orpo and simpo are reference-free
+    // (finetuning_args.use_ref_model is False for them).
+    const std::string loss = s.keys.string("pref_loss").value_or("sigmoid");
+    if (loss != "sigmoid" && loss != "hinge" && loss != "ipo" &&
+        loss != "kto_pair" && loss != "orpo" && loss != "simpo") {
+      s.keys.fail("pref_loss",
+                  fmt::format("{} is not a LLaMA-Factory pref_loss; use "
+                              "sigmoid, hinge, ipo, kto_pair, orpo or simpo",
+                              echo(loss)));
+    }
+    set_objective(s.plan,
+                  loss == "orpo" || loss == "simpo" ? loss : std::string("dpo"),
+                  loss == "sigmoid" ? std::string(row.key) : "pref_loss");
+  } else if (st != "sft" && st != "pt") {
+    s.keys.fail(row.key, fmt::format("{} is not a LLaMA-Factory stage; use "
+                                     "pt, sft, dpo or kto",
                                      echo(st)));
+  }
+}
+
+// A reference model other than the policy's own weights (ref_model): a
+// second model of its own, which is not modelled.
+void ref_model(LlamaFactory& s, const Row& row) {
+  if (s.keys.string(row.key)) {
+    s.keys.fail(row.key,
+                "a separate reference model is not modelled; remove it to "
+                "use the policy's own weights (train/trainer_utils.py "
+                "create_ref_model)");
   }
 }
 
@@ -232,17 +267,29 @@ void store_finetuning_type(LlamaFactory& s, const Row& row) {
 void store_bits(LlamaFactory& s, const Row& row) {
   s.bits = s.keys.integer(row.key, 2, 8);
 }
+// QuantizationMethod (extras/constants.py): bitsandbytes is spelled "bnb"
+// in older releases and "bitsandbytes" in newer ones (the project's own
+// examples/train_qlora/llama3_lora_sft_otfq.yaml); gptq, awq, aqlm, quanto,
+// eetq, hqq and mxfp4 are not modelled.
 void store_method(LlamaFactory& s, const Row& row) {
-  s.method = s.keys.string(row.key).value_or("bnb");
+  s.method = lower(s.keys.string(row.key).value_or("bnb"));
+  if (s.method == "bitsandbytes") {
+    s.method = "bnb";
+  }
 }
 
 // bitsandbytes 4 or 8 bits, and only under LoRA.
 void check_quantization(LlamaFactory& s, const Row& row) {
-  if (s.bits && (s.method != "bnb" || (*s.bits != 4 && *s.bits != 8))) {
-    s.keys.fail(row.key,
-                fmt::format("{}-bit {} quantization is not modelled; use 4 or "
-                            "8 with quantization_method bnb",
-                            *s.bits, s.method));
+  if (s.bits && s.method != "bnb") {
+    s.keys.fail("quantization_method",
+                fmt::format("{} quantization is not modelled; use "
+                            "quantization_method bitsandbytes (bnb)",
+                            echo(s.method)));
+  }
+  if (s.bits && *s.bits != 4 && *s.bits != 8) {
+    s.keys.fail(row.key, fmt::format("{}-bit bitsandbytes quantization is not "
+                                     "modelled; use 4 or 8",
+                                     *s.bits));
   }
   if (s.bits && s.type == "full") {
     s.keys.fail(row.key,
@@ -305,6 +352,7 @@ void set_full_mode(LlamaFactory& s, const Row& row) {
 constexpr std::array k_method_rows = {
     Row{"model_name_or_path", set_model, k_model},
     Row{"stage", stage, k_finetuning},
+    Row{"ref_model", ref_model, k_finetuning},
     Row{"finetuning_type", store_finetuning_type, k_finetuning},
     Row{"quantization_bit", store_bits, k_model},
     Row{"quantization_method", store_method, k_model},
@@ -341,6 +389,24 @@ void refuse_switch(LlamaFactory& s, const Row& row) {
   }
 }
 
+// fp8 with fp8_backend (training_args.py; train/fp8_utils.py): torchao, and
+// auto, which builds accelerate's AORecipeKwargs, swap the linears for
+// torchao Float8Linear; te (Transformer Engine) and msamp are not modelled.
+void fp8(LlamaFactory& s, const Row& row) {
+  if (!s.keys.boolean(row.key).value_or(false)) {
+    s.keys.read("fp8_backend");
+    return;
+  }
+  const std::string backend =
+      lower(s.keys.string("fp8_backend").value_or("auto"));
+  if (backend != "auto" && backend != "torchao") {
+    s.keys.fail("fp8_backend",
+                fmt::format("{} FP8 is not modelled; use fp8_backend torchao",
+                            echo(backend)));
+  }
+  set_option(s.plan, "--float8", "", std::string(row.key));
+}
+
 constexpr std::array k_refused_rows = {
     Row{"use_galore", refuse_switch, k_finetuning},
     Row{"use_apollo", refuse_switch, k_finetuning},
@@ -355,7 +421,7 @@ constexpr std::array k_refused_rows = {
     Row{"use_unsloth", refuse_switch, k_model},
     Row{"shift_attn", refuse_switch, k_model},
     Row{"mixture_of_depths", refuse_switch, k_model},
-    Row{"fp8", refuse_switch, k_training},
+    Row{"fp8", fp8, k_training},
 };
 
 // ---- sequence, attention, checkpointing, loss ----

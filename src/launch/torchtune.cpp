@@ -300,6 +300,31 @@ void loss(Torchtune& s, const Row& row) {
     return;
   }
   const std::string& c = *l;
+  // torchtune/rlhf/loss (torchtune.modules.rlhf.loss before 0.5): the DPO
+  // recipes (lora_dpo_single_device, lora_dpo_distributed,
+  // full_dpo_distributed) run chosen and rejected through one
+  // concatenated_forward and take log-probs from the full logits.
+  // DPOLoss, RSOLoss and IPOLoss compare with a reference (a PEFT policy's
+  // is its base with adapters disabled); SimPOLoss is reference-free.
+  const std::size_t dot = c.find_last_of('.');
+  const std::string_view cls =
+      std::string_view(c).substr(dot == std::string::npos ? 0 : dot + 1);
+  if (cls == "DPOLoss" || cls == "RSOLoss" || cls == "IPOLoss" ||
+      cls == "SimPOLoss") {
+    set_objective(s.plan, cls == "SimPOLoss" ? "simpo" : "dpo",
+                  std::string(row.key));
+    set_option(s.plan, "--loss", "full", std::string(row.key));
+    return;
+  }
+  // The RL recipes: ppo_full_finetune_single_device (PPOLoss) and
+  // dev/grpo_full_finetune_distributed (rlhf/loss/grpo.py GRPOLoss,
+  // GRPOSimpleLoss, GRPOWithChunkedOutputLoss) generate during training.
+  if (cls == "PPOLoss") {
+    refuse_method(s.keys, row.key, "PPO");
+  }
+  if (cls.rfind("GRPO", 0) == 0) {
+    refuse_method(s.keys, row.key, "GRPO");
+  }
   if (c.find("ChunkedOutputLoss") != std::string::npos ||
       c.find("LinearCrossEntropyLoss") != std::string::npos) {
     set_option(s.plan, "--loss", "chunked", std::string(row.key));
@@ -380,8 +405,33 @@ void reshard_after_forward(Torchtune& s, const Row& row) {
 }
 
 constexpr std::string_view k_second_model =
-    "a second model (reference, teacher) or QAT is not modelled; use an SFT "
+    "a second model (teacher) or QAT is not modelled; use an SFT or DPO "
     "recipe";
+
+// The PPO recipe's reward and value model: refused as every reader refuses
+// PPO.
+void refuse_ppo(Torchtune& s, const Row& row) {
+  if (s.keys.has(row.key)) {
+    refuse_method(s.keys, row.key, "PPO");
+  }
+}
+
+// full_dpo_distributed's reference model (ref_model, or the policy's builder
+// loaded from ref_checkpointer, sharded like the policy by
+// _setup_reference_model): the frozen copy --objective dpo plans under full
+// fine-tuning; with another loss it is a second model.
+void ref_model(Torchtune& s, const Row& row) {
+  if (!s.keys.has(row.key)) {
+    return;
+  }
+  const LaunchOption* o = find_option(s.plan, "--objective");
+  if (o == nullptr || o->value != "dpo") {
+    s.keys.fail(row.key,
+                "a reference model without a DPO loss is not "
+                "modelled; use loss torchtune.rlhf.loss.DPOLoss");
+  }
+  s.keys.unused_children(row.key);
+}
 
 // Distributed recipes: FSDP2 over data_parallel_shard_dim; fsdp_cpu_offload
 // is CPUOffloadPolicy (parameters, gradients and the optimizer step on the
@@ -408,8 +458,10 @@ constexpr std::array k_run_rows = {
     Row::refuse_true("enable_fp8_training", "FP8 training is not modelled",
                      k_recipe),
     Row::unused("fp8_recipe_name", k_recipe),
-    Row::refuse_present("ref_model", k_second_model,
-                        "recipes/full_dpo_distributed.py"),
+    Row{"ref_model", ref_model, "recipes/full_dpo_distributed.py"},
+    Row{"ref_checkpointer", ref_model, "recipes/full_dpo_distributed.py"},
+    Row{"reward_and_value_model", refuse_ppo,
+        "recipes/ppo_full_finetune_single_device.py"},
     Row::refuse_present("teacher_model", k_second_model,
                         "recipes/knowledge_distillation_distributed.py"),
     Row::refuse_present("quantizer", k_second_model,

@@ -450,22 +450,32 @@ constexpr std::array k_vllm_flags = {
     VllmFlag{"--dtype", "--dtype", model_dtype, k_model_py},
 };
 
+// One command of a file: its shell words and the line it starts on.
+struct Command {
+  std::vector<std::string> words;
+  std::int64_t line = 1;
+};
+
 // Shell words of every command in `text`.
-std::vector<std::vector<std::string>> split_commands(std::string_view text,
-                                                     std::string_view origin) {
-  std::vector<std::vector<std::string>> commands(1);
+std::vector<Command> split_commands(std::string_view text,
+                                    std::string_view origin) {
+  std::vector<Command> commands(1);
   std::string word;
   bool in_word = false;
+  std::int64_t line = 1;  // of text[i]
   auto end_word = [&] {
     if (in_word) {
-      commands.back().push_back(word);
+      if (commands.back().words.empty()) {
+        commands.back().line = line;
+      }
+      commands.back().words.push_back(word);
     }
     word.clear();
     in_word = false;
   };
   auto end_command = [&] {
     end_word();
-    if (!commands.back().empty()) {
+    if (!commands.back().words.empty()) {
       commands.emplace_back();
     }
   };
@@ -475,10 +485,12 @@ std::vector<std::vector<std::string>> split_commands(std::string_view text,
     if (c == '\\') {
       if (i + 1 < text.size() && text[i + 1] == '\n') {
         i += 2;
+        ++line;
         continue;
       }
       if (i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
         i += 3;
+        ++line;
         continue;
       }
       if (i + 1 < text.size()) {
@@ -502,16 +514,17 @@ std::vector<std::vector<std::string>> split_commands(std::string_view text,
           i += 2;
           continue;
         }
+        line += text[i] == '\n' ? 1 : 0;
         word += text[i];
         ++i;
       }
       if (i >= text.size()) {
-        const auto line =
+        const auto open_line =
             1 + std::count(text.begin(),
                            text.begin() + static_cast<long>(start), '\n');
         throw Error(fmt::format(
             "{}: line {}: a {} quote is not closed; close it or remove it",
-            origin, line, c == '"' ? "double" : "single"));
+            origin, open_line, c == '"' ? "double" : "single"));
       }
       ++i;
       continue;
@@ -524,6 +537,7 @@ std::vector<std::vector<std::string>> split_commands(std::string_view text,
     }
     if (c == '\n' || c == ';' || c == '|' || c == '&') {
       end_command();
+      line += c == '\n' ? 1 : 0;
       ++i;
       continue;
     }
@@ -537,7 +551,7 @@ std::vector<std::vector<std::string>> split_commands(std::string_view text,
     ++i;
   }
   end_word();
-  if (commands.back().empty()) {
+  if (commands.back().words.empty()) {
     commands.pop_back();
   }
   return commands;
@@ -627,12 +641,17 @@ bool is_redirect(const std::string& w) {
   return k != std::string::npos && (w[k] == '>' || w[k] == '<');
 }
 
-// The vLLM server command in `text`: the first command that runs it.
-Entry find_server(std::string_view text, const LaunchPlan& plan) {
-  for (const auto& words : split_commands(text, plan.file)) {
-    if (auto entry = find_entry(words)) {
-      return *entry;
+// The vLLM server commands in `text`, each with the line it starts on.
+std::vector<std::pair<Entry, std::int64_t>> find_servers(
+    std::string_view text, const LaunchPlan& plan) {
+  std::vector<std::pair<Entry, std::int64_t>> out;
+  for (const auto& command : split_commands(text, plan.file)) {
+    if (auto entry = find_entry(command.words)) {
+      out.emplace_back(std::move(*entry), command.line);
     }
+  }
+  if (!out.empty()) {
+    return out;
   }
   throw Error(fmt::format(
       "{}: holds no `vllm serve` command; write `vllm serve MODEL "
@@ -769,7 +788,21 @@ void check_engine(const Parallel& p, LaunchPlan& plan) {
         "{}: tensor x pipeline x data parallel = {} GPUs is more than {}",
         plan.file, gpus, k_max_gpus));
   }
-  plan.gpus = static_cast<int>(gpus);
+  // A node holds at most launch::k_node_gpus cards: a larger engine spans
+  // nodes, its pipeline stages (and data-parallel replicas) on different nodes
+  // (vLLM docs, serving/distributed_serving: tensor parallel within a node,
+  // pipeline parallel across nodes, over Ray or the mp backend).
+  if (gpus > launch::k_node_gpus && p.tp <= launch::k_node_gpus &&
+      gpus % launch::k_node_gpus == 0) {
+    plan.gpus = static_cast<int>(launch::k_node_gpus);
+    plan.nodes = static_cast<int>(gpus / launch::k_node_gpus);
+    plan.notes.push_back(fmt::format(
+        "tensor x pipeline x data parallel = {} GPUs: {} nodes x {} GPUs (a "
+        "node holds at most {}; vLLM runs pipeline stages across nodes)",
+        gpus, *plan.nodes, launch::k_node_gpus, launch::k_node_gpus));
+  } else {
+    plan.gpus = static_cast<int>(gpus);
+  }
   if (p.dp > 1) {
     plan.notes.push_back(fmt::format(
         "--data-parallel-size {}: {} engine replicas of {} GPUs each; each "
@@ -786,7 +819,7 @@ std::vector<std::string> split_shell_words(std::string_view text,
   if (commands.empty()) {
     return {};
   }
-  return commands.front();
+  return commands.front().words;
 }
 
 bool vllm_flag_takes_value(std::string_view flag) {
@@ -829,8 +862,9 @@ std::optional<LaunchOption> translate_vllm_flag(std::string_view flag_in,
 
 namespace launch {
 
-void read_vllm(std::string_view text, LaunchPlan& plan) {
-  const Entry entry = find_server(text, plan);
+namespace {
+
+void read_entry(const Entry& entry, LaunchPlan& plan) {
   note_environment(entry, plan);
   Parallel parallel;
   const auto& args = entry.args;
@@ -843,6 +877,100 @@ void read_vllm(std::string_view text, LaunchPlan& plan) {
     }
   }
   check_engine(parallel, plan);
+}
+
+}  // namespace
+
+void read_vllm(std::string_view text, LaunchPlan& plan) {
+  read_entry(find_servers(text, plan).front().first, plan);
+}
+
+namespace {
+
+// One compose service's command as words: a string is split as a shell
+// would, a list is the words.
+std::optional<std::vector<std::string>> compose_words(
+    const Json& command, const std::string& where) {
+  if (command.is_string()) {
+    const auto commands = split_commands(command.get<std::string>(), where);
+    return commands.empty() ? std::vector<std::string>{}
+                            : commands.front().words;
+  }
+  if (!command.is_array()) {
+    return std::nullopt;
+  }
+  std::vector<std::string> words;
+  for (const Json& w : command) {
+    if (w.is_string()) {
+      words.push_back(w.get<std::string>());
+    } else if (w.is_number()) {
+      words.push_back(number_text(w.get<double>()));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return words;
+}
+
+}  // namespace
+
+std::vector<LaunchPlan> read_compose(const Json& doc, const LaunchPlan& base) {
+  std::vector<LaunchPlan> plans;
+  const Json& services = doc["services"];
+  for (const auto& [name, service] : services.items()) {
+    if (!service.is_object() || !service.contains("command")) {
+      continue;
+    }
+    const std::string where = fmt::format("{}: services.{}", base.file, name);
+    const auto words = compose_words(service["command"], where);
+    if (!words) {
+      throw Error(
+          fmt::format("{}.command: is not a string or a list of words", where));
+    }
+    // The vllm/vllm-openai image's entrypoint is the server: command holds
+    // its arguments (vLLM docs, deployment/docker); another image's command
+    // runs `vllm serve` itself.
+    const bool image =
+        service.contains("image") && service["image"].is_string() &&
+        service["image"].get<std::string>().find("vllm/vllm-openai") !=
+            std::string::npos;
+    std::optional<Entry> entry = find_entry(*words);
+    if (!entry && image) {
+      entry = Entry{*words, {}, true};
+    }
+    if (!entry) {
+      continue;
+    }
+    LaunchPlan plan = base;
+    plan.file = where;
+    read_entry(*entry, plan);
+    plans.push_back(std::move(plan));
+  }
+  if (plans.empty()) {
+    throw Error(fmt::format(
+        "{}: no compose service runs vLLM; oomplan reads a service whose "
+        "image is vllm/vllm-openai or whose command is `vllm serve`",
+        base.file));
+  }
+  return plans;
+}
+
+std::vector<LaunchPlan> read_vllm_commands(std::string_view text,
+                                           const LaunchPlan& base) {
+  const auto servers = find_servers(text, base);
+  std::vector<LaunchPlan> plans;
+  plans.reserve(servers.size());
+  for (const auto& [entry, line] : servers) {
+    LaunchPlan plan = base;
+    // Every server command is a plan of its own, named by its line when the
+    // file holds several ("serve.sh:3").
+    if (servers.size() > 1) {
+      plan.file = fmt::format("{}:{}", base.file, line);
+    }
+    read_entry(entry, plan);
+    plans.push_back(std::move(plan));
+  }
+  return plans;
 }
 
 }  // namespace launch

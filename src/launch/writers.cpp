@@ -33,6 +33,13 @@ struct Out {
   void cannot(std::string what) { w.unwritten.push_back(std::move(what)); }
 };
 
+// The training arguments' file: ORPOConfig has no key of its own, so an
+// ORPO job's file names its trainer (`trl orpo --config orpo_args.json`).
+std::string args_file(const Resolved& s) {
+  return s.objective == TrainObjective::orpo ? "orpo_args.json"
+                                             : std::string(k_args_file);
+}
+
 std::string model_id(const Model& model) {
   return model.hf_id.empty() ? model.name : model.hf_id;
 }
@@ -317,6 +324,39 @@ void hf_limits(const Resolved& s, bool trl, Out& out) {
   }
 }
 
+// TRL's preference configs, spelled so the TRL reader names the trainer:
+// DPOConfig by precompute_ref_log_probs (a key only DPOConfig and KTOConfig
+// have), KTOConfig and CPOConfig (SimPO) by their loss_type. ORPOConfig has
+// no key of its own: the trainer is the `trl orpo` command.
+void trl_preference_keys(const Resolved& s, Json& doc, Out& out) {
+  switch (s.objective) {
+    case TrainObjective::sft:
+      return;
+    case TrainObjective::dpo:
+      doc["loss_type"] = "sigmoid";
+      doc["precompute_ref_log_probs"] = s.precompute_ref;
+      break;
+    case TrainObjective::kto:
+      doc["loss_type"] = "kto";
+      doc["precompute_ref_log_probs"] = s.precompute_ref;
+      break;
+    case TrainObjective::simpo:
+      doc["loss_type"] = "simpo";
+      break;
+    case TrainObjective::orpo:
+      // ORPOConfig.beta (default 0.1) in a file whose name names the
+      // trainer (args_file): the TRL reader reads it back as ORPO.
+      doc.erase("loss_type");
+      doc["beta"] = 0.1;
+      break;
+  }
+  if (s.loss == Loss::chunked) {
+    out.cannot(
+        "a chunked loss: TRL's preference trainers take log-probs "
+        "from the full logits");
+  }
+}
+
 std::string_view hf_attn(Attn a) {
   return a == Attn::flash  ? "flash_attention_2"
          : a == Attn::sdpa ? "sdpa"
@@ -330,7 +370,8 @@ Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
   // Adapters are TRL ModelConfig keys (use_peft, load_in_4bit):
   // TrainingArguments has none, so an adapter job's file is spelled as
   // TRL's (and read with TRL's defaults); what it may use is still `trl`'s.
-  const bool trl_file = trl || s.mode != Mode::full;
+  const bool trl_file =
+      trl || s.mode != Mode::full || s.objective != TrainObjective::sft;
   Json doc = Json::object();
   hf_model_keys(s, model, doc, out);
   hf_limits(s, trl, out);
@@ -358,6 +399,7 @@ Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
     // SFTConfig.loss_type (TRL's default is chunked_nll).
     doc["loss_type"] = s.loss == Loss::chunked ? "chunked_nll" : "nll";
   }
+  trl_preference_keys(s, doc, out);
   doc["optim"] = hf_optim(s.optimizer);
   doc["attn_implementation"] = hf_attn(s.attn);
   doc["torch_compile"] = s.compile;
@@ -405,13 +447,15 @@ void write_hf(const Resolved& s, const Model& model, bool trl,
   }
   const bool ds =
       !s.fsdp && (s.zero > 0 || s.offload != Offload::none || force_deepspeed);
-  Json doc = hf_args(s, model, trl, true, out);
+  // The HF Trainer has no preference loss: TRL's trainers add it.
+  const bool trl_args = trl || s.objective != TrainObjective::sft;
+  Json doc = hf_args(s, model, trl_args, true, out);
   if (ds) {
     doc["deepspeed"] = k_ds_file;
     push_ds(s, out);
   }
   out.w.blocks.push_back(
-      {trl ? "TRL" : "HF Trainer", json_text(doc), std::string(k_args_file)});
+      {trl_args ? "TRL" : "HF Trainer", json_text(doc), args_file(s)});
   torchrun_block(s, out);
 }
 
@@ -465,8 +509,7 @@ void write_accelerate(const Resolved& s, const Model& model, Out& out) {
   // before it (launch.hpp read_launch_files), as `accelerate launch
   // --config_file accelerate_config.yaml train.py train_args.json` runs it.
   const Json args = hf_args(s, model, false, false, out);
-  out.w.blocks.push_back(
-      {"HF Trainer", json_text(args), std::string(k_args_file)});
+  out.w.blocks.push_back({"HF Trainer", json_text(args), args_file(s)});
   out.w.blocks.push_back(
       {"accelerate", json_text(cfg), std::string(k_accelerate_file)});
 }
@@ -570,6 +613,28 @@ void torchtune_limits(const Resolved& s, const Model& model, Out& out) {
   }
 }
 
+// The DPO recipes' losses (torchtune/rlhf/loss): DPOLoss with a reference
+// (full_dpo_distributed, lora_dpo_*), SimPOLoss without (torchtune 0.3-0.4).
+void torchtune_preference(const Resolved& s, Json& doc, Out& out) {
+  if (s.objective == TrainObjective::sft) {
+    return;
+  }
+  if (s.objective == TrainObjective::dpo ||
+      s.objective == TrainObjective::simpo) {
+    doc["loss"] = {{"_component_", s.objective == TrainObjective::dpo
+                                       ? "torchtune.rlhf.loss.DPOLoss"
+                                       : "torchtune.rlhf.loss.SimPOLoss"}};
+  } else {
+    out.cannot(fmt::format("{}: torchtune ships DPO recipes only",
+                           objective_name(s.objective)));
+  }
+  if (s.precompute_ref) {
+    out.cannot(
+        "precomputed reference log-probs: torchtune's DPO recipes "
+        "run the reference every step");
+  }
+}
+
 void write_torchtune(const Resolved& s, const Model& model, Out& out) {
   if (!s.training()) {
     out.cannot("inference: torchtune recipes train");
@@ -611,6 +676,7 @@ void write_torchtune(const Resolved& s, const Model& model, Out& out) {
       {"_component_", s.loss == Loss::chunked
                           ? "torchtune.modules.loss.CEWithChunkedOutputLoss"
                           : "torch.nn.CrossEntropyLoss"}};
+  torchtune_preference(s, doc, out);
   doc["compile"] = s.compile;
   doc["enable_activation_checkpointing"] =
       s.checkpointing != Checkpointing::none;
@@ -682,6 +748,11 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
   } else if (!own_quant(s, model)) {
     out.cannot("quantized weights in a full fine-tune");
   }
+  if (s.objective != TrainObjective::sft) {
+    // rl (utils/schemas/enums.py RLType).
+    doc["rl"] = objective_name(s.objective);
+    doc["precompute_ref_log_probs"] = s.precompute_ref;
+  }
   doc["sequence_len"] = s.seq;
   doc["micro_batch_size"] = s.batch;
   doc["gradient_accumulation_steps"] = s.grad_accum;
@@ -743,6 +814,24 @@ void llama_factory_limits(const Resolved& s, bool ds, Out& out) {
   }
 }
 
+// stage dpo with pref_loss sigmoid / orpo / simpo, stage kto
+// (hparams/finetuning_args.py).
+void llama_factory_preference(const Resolved& s, Json& doc, Out& out) {
+  if (s.objective == TrainObjective::kto) {
+    doc["stage"] = "kto";
+  } else if (s.objective != TrainObjective::sft) {
+    doc["stage"] = "dpo";
+    doc["pref_loss"] = s.objective == TrainObjective::dpo
+                           ? std::string("sigmoid")
+                           : std::string(objective_name(s.objective));
+  }
+  if (s.precompute_ref) {
+    out.cannot(
+        "precomputed reference log-probs: LLaMA-Factory runs the "
+        "reference every step");
+  }
+}
+
 void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
   if (!s.training()) {
     out.cannot("inference: the LLaMA-Factory writer plans training");
@@ -751,6 +840,7 @@ void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
   const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
   llama_factory_limits(s, ds, out);
   Json doc = {{"model_name_or_path", model_id(model)}, {"stage", "sft"}};
+  llama_factory_preference(s, doc, out);
   doc["finetuning_type"] = s.mode == Mode::full ? "full" : "lora";
   if (s.mode == Mode::qlora) {
     doc["quantization_bit"] = 4;
@@ -824,6 +914,12 @@ void write_megatron(const Resolved& s, Out& out) {
                                 : "";
   if (s.zero > 0) {
     a += " --use-distributed-optimizer";
+  }
+  if (s.objective != TrainObjective::sft) {
+    out.cannot(
+        fmt::format("{}: Megatron-LM's pretrain script trains one "
+                    "sequence per example",
+                    objective_name(s.objective)));
   }
   if (s.mode != Mode::full) {
     out.cannot("LoRA/QLoRA: Megatron-LM trains every weight (NeMo adds PEFT)");

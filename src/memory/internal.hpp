@@ -378,6 +378,16 @@ struct TrainWeights {
 TrainWeights trained_weights(const Model& model, const Resolved& setup,
                              const TrainLayout& at);
 
+// The frozen reference model of DPO/KTO full fine-tuning
+// (Resolved::holds_reference): {on the GPU, offloaded to the host}.
+struct ReferenceWeights {
+  double gpu = 0;
+  double host = 0;
+};
+ReferenceWeights reference_weights(const Resolved& setup,
+                                   const TrainLayout& at);
+std::string_view reference_formula(const Resolved& setup);
+
 bool deepspeed_bf16_optimizer(const Resolved& setup);
 double gradient_element_bytes(const Resolved& setup, const TrainWeights& tw);
 
@@ -540,6 +550,10 @@ struct LogitBytes {
 };
 LogitBytes logit_bytes(const Model& model, const Resolved& setup,
                        const Dims& dm);
+// DPO/KTO: the reference forward's 16-bit logits, live with the policy's at
+// the end of its forward (0 without a reference forward).
+double reference_logit_bytes(const Model& model, const Resolved& setup,
+                             const Dims& dm);
 std::string_view logits_formula(const Resolved& setup);
 
 // --- Buffers (buffers.cpp) --------------------------------------------------

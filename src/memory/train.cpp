@@ -40,6 +40,7 @@ namespace {
 // Everything one GPU holds, by component, at one phase.
 struct Parts {
   double weights = 0;
+  double reference = 0;  // DPO/KTO's frozen reference model
   double activations = 0;
   double logits = 0;
   double gradients = 0;
@@ -47,7 +48,8 @@ struct Parts {
   double buffers = 0;    // ZeRO/FSDP gathered layers, DDP buckets, QLoRA
                          // dequantized weight
   double allocated() const {
-    return weights + activations + logits + gradients + optimizer + buffers;
+    return weights + reference + activations + logits + gradients + optimizer +
+           buffers;
   }
 };
 
@@ -68,6 +70,7 @@ constexpr std::array<MomentInfo, k_max_moments> k_moments = {{
 // The terms one stage's timeline is made of, in bytes on one GPU.
 struct StageTerms {
   double weights = 0;     // resident on the GPU
+  double reference = 0;   // DPO/KTO's frozen reference model on the GPU
   double optimizer = 0;   // states allocated by PyTorch (not paged)
   double grad_kept = 0;   // gradients alive before backward starts
   double grad_step = 0;   // gradients alive at the end of backward
@@ -77,13 +80,14 @@ struct StageTerms {
   double fp32_grads = 0;  // DeepSpeed's fp32 gradient partition at the step
   StageActivations acts;
   LogitBytes logits;
-  double buffers = 0;    // ZeRO/FSDP gathers and buckets
-  double dequant = 0;    // QLoRA's dequantized weight
-  double head_cast = 0;  // the fp32 lm_head's 16-bit cast (kbit)
-  AutocastCopies cast;   // amp's 16-bit weight copies
-  double held = 0;       // reserved, not allocated: FSDP1 record_stream
-  double paged = 0;      // paged optimizer states (unified memory)
-  double host = 0;       // CPU RAM this GPU's offload needs
+  double ref_logits = 0;  // DPO/KTO reference forward's logits (forward end)
+  double buffers = 0;     // ZeRO/FSDP gathers and buckets
+  double dequant = 0;     // QLoRA's dequantized weight
+  double head_cast = 0;   // the fp32 lm_head's 16-bit cast (kbit)
+  AutocastCopies cast;    // amp's 16-bit weight copies
+  double held = 0;        // reserved, not allocated: FSDP1 record_stream
+  double paged = 0;       // paged optimizer states (unified memory)
+  double host = 0;        // CPU RAM this GPU's offload needs
 };
 
 StageTerms stage_terms(const Model& model, const Resolved& setup,
@@ -96,6 +100,8 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
   const ShardingBuffers sharding = sharding_buffers(model, setup, at, g_elem);
   StageTerms x;
   x.weights = w.gpu;
+  const ReferenceWeights ref = reference_weights(setup, at);
+  x.reference = ref.gpu;
   x.optimizer = states.gpu;
   x.grad_kept = kept_gradient_bytes(setup, grads.gpu);
   x.grad_step = step_gradient_bytes(setup, grads.gpu, largest, g_elem);
@@ -105,7 +111,9 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
   x.fp32_grads = deepspeed_fp32_grad_bytes(setup, w.trainable, at.dp);
   x.acts = stage_activations(model, setup, at);
   if (at.last) {
-    x.logits = logit_bytes(model, setup, train_dims(model, setup));
+    const Dims dm = train_dims(model, setup);
+    x.logits = logit_bytes(model, setup, dm);
+    x.ref_logits = reference_logit_bytes(model, setup, dm);
   }
   x.buffers = sharding.bytes;
   x.dequant = nf4_dequant_bytes(model, setup);
@@ -113,7 +121,7 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
   x.cast = autocast_weight_copies(model, setup, at);
   x.held = sharding.held;
   x.paged = states.paged;
-  x.host = w.host + grads.host + states.host + x.acts.host;
+  x.host = w.host + ref.host + grads.host + states.host + x.acts.host;
   return x;
 }
 
@@ -129,10 +137,11 @@ Parts forward_end(const Resolved& setup, const StageTerms& x) {
   const bool full = setup.mode == Mode::full;
   Parts p;
   p.weights = x.weights;
+  p.reference = x.reference;
   p.optimizer = x.optimizer;
   p.gradients = x.grad_kept + x.ddp_copy;
   p.activations = x.acts.stored;
-  p.logits = x.logits.fwd;
+  p.logits = x.logits.fwd + x.ref_logits;
   p.buffers = x.buffers + x.dequant;
   p.buffers += x.head_cast;
   p.buffers += (!checkpoints_layers(setup) || full) ? x.cast.all : 0.0;
@@ -317,9 +326,10 @@ WorstStage most_loaded_stage(const Model& model, const Resolved& setup,
 
 // A moment's tensors, each part rounded as the components are.
 Bytes rounded_allocated(const Parts& p) {
-  return saturated_bytes(p.weights) + saturated_bytes(p.activations) +
-         saturated_bytes(p.logits) + saturated_bytes(p.gradients) +
-         saturated_bytes(p.optimizer) + saturated_bytes(p.buffers);
+  return saturated_bytes(p.weights) + saturated_bytes(p.reference) +
+         saturated_bytes(p.activations) + saturated_bytes(p.logits) +
+         saturated_bytes(p.gradients) + saturated_bytes(p.optimizer) +
+         saturated_bytes(p.buffers);
 }
 
 // The step's timeline, each moment rounded per part as the components are,
@@ -341,6 +351,9 @@ void add_training_components(Budget& budget, const Resolved& setup,
                              const Parts& p, Bytes optimizer_paged,
                              Bytes overhead, Bytes held, Bytes fragmentation) {
   budget.add("weights", saturated_bytes(p.weights), weights_formula(setup));
+  if (const Bytes ref = saturated_bytes(p.reference); ref > 0) {
+    budget.add("reference_weights", ref, reference_formula(setup));
+  }
   budget.add("activations", saturated_bytes(p.activations),
              activations_formula(setup));
   budget.add("logits", saturated_bytes(p.logits), logits_formula(setup));

@@ -367,8 +367,11 @@ double layer_backward_bytes(const Model& model, const Resolved& setup,
 
 Dims train_dims(const Model& model, const Resolved& setup) {
   Dims dm;
-  // Context parallelism shards every sequence over cp ranks.
-  dm.tokens = as_double(setup.batch) * as_double(setup.seq) / setup.cp;
+  // Context parallelism shards every sequence over cp ranks. Preference
+  // objectives run chosen and rejected as 2 x batch rows in one forward
+  // (TRL dpo_trainer.py concatenated_forward; Resolved::rows_per_example).
+  dm.tokens = as_double(setup.batch * setup.rows_per_example()) *
+              as_double(setup.seq) / setup.cp;
   dm.cp = setup.cp;
   dm.seq = as_double(setup.seq);
   dm.h = as_double(model.hidden_size);

@@ -74,6 +74,21 @@ LogitBytes logit_bytes(const Model& model, const Resolved& setup,
   return {elems * lb.fwd, elems * lb.bwd};
 }
 
+double reference_logit_bytes(const Model& model, const Resolved& setup,
+                             const Dims& dm) {
+  if (!setup.runs_reference_forward()) {
+    return 0;
+  }
+  // TRL computes the reference log-probs right after the policy's
+  // concatenated_forward, whose logits autograd still holds
+  // (dpo_trainer.py get_batch_loss_metrics -> compute_ref_log_probs under
+  // no_grad): the reference's 16-bit logits over the same rows join them;
+  // selective_log_softmax (trl/trainer/utils.py) takes 16-bit log-softmax
+  // row by row, so no full fp32 copy.
+  return dm.tokens * as_double(model.vocab_size) / dm.t *
+         dtype_bytes(setup.dtype);
+}
+
 std::string_view logits_formula(const Resolved& setup) {
   switch (setup.loss) {
     case Loss::chunked:

@@ -176,6 +176,29 @@ TrainWeights trained_weights(const Model& model, const Resolved& setup,
   return tw;
 }
 
+ReferenceWeights reference_weights(const Resolved& setup,
+                                   const TrainLayout& at) {
+  ReferenceWeights r;
+  if (!setup.holds_reference()) {
+    return r;
+  }
+  // A second copy of the weights in the compute dtype, frozen (no gradients,
+  // no optimizer states). TRL's prepare_deepspeed shards it like the policy
+  // under ZeRO-3 and gives it ZeRO stage 0 (a full replica) otherwise
+  // (trl/models/utils.py prepare_deepspeed); under FSDP it is wrapped and
+  // sharded like the policy (prepare_fsdp). Same TP/PP split as the policy.
+  const double bytes = at.params() * at.d / zero_shards(setup, 3, at.dp);
+  (offloads_params(setup) ? r.host : r.gpu) = bytes;
+  return r;
+}
+
+std::string_view reference_formula(const Resolved& setup) {
+  return setup.zero >= 3 ? "frozen reference copy: params / (tp x pp x dp) x "
+                           "dtype bytes (sharded like the policy)"
+                         : "frozen reference copy: params / (tp x pp) x "
+                           "dtype bytes (ZeRO stage 0 replica)";
+}
+
 bool deepspeed_bf16_optimizer(const Resolved& setup) {
   // DeepSpeed runs bf16 with ZeRO-1 through its BF16_Optimizer, which
   // accumulates gradients in a full-size fp32 buffer

@@ -53,6 +53,7 @@ struct ComponentColour {
 };
 constexpr std::array k_component_colours = {
     ComponentColour{"weights", "#4e79a7", "#ffffff"},
+    ComponentColour{"reference_weights", "#a0cbe8", "#222222"},
     ComponentColour{"kv_cache", "#f28e2b", "#222222"},
     ComponentColour{"activations", "#59a14f", "#ffffff"},
     ComponentColour{"logits", "#b07aa1", "#ffffff"},

@@ -447,6 +447,33 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.grad_accum}}; }},
   OptionRow{
+    "--objective", "objective", OptionGroup::training, "NAME",
+    "training objective: sft, or preference training dpo, orpo, kto or simpo (chosen and rejected sequences; dpo and kto full fine-tuning hold a frozen reference model)", "sft", objective_names,
+    [](Setup& s, std::string_view t) {
+      s.objective = objective_from_name(choose("--objective", t, objective_names()));
+    },
+    [](const OptionContext& c) {
+      return c.setup.objective != k_default.objective
+                 ? words("--objective", std::string(objective_name(c.setup.objective)))
+                 : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.training() && c.resolved.objective != TrainObjective::sft
+                 ? std::string(objective_name(c.resolved.objective)) : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{std::string(objective_name(c.resolved.objective))}; }},
+  OptionRow{
+    "--precompute-ref", "precompute_ref", OptionGroup::training, "",
+    "dpo/kto: reference log-probs computed before training (TRL precompute_ref_log_probs), no reference model held", "", nullptr,
+    [](Setup& s, std::string_view t) { s.precompute_ref = parse_flag("--precompute-ref", t); },
+    [](const OptionContext& c) { return c.setup.precompute_ref ? Words{"--precompute-ref"} : Words{}; },
+    [](const OptionContext& c) {
+      return c.resolved.training() && c.resolved.precompute_ref &&
+                     c.resolved.objective != TrainObjective::sft
+                 ? std::string("precomputed reference") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.precompute_ref}; }},
+  OptionRow{
     "--loss", "loss", OptionGroup::training, "NAME",
     "cross-entropy: full (fp32 logits kept), chunked, upcast, upcast-shift or fp32-shift (transformers by version)", "full", loss_names,
     [](Setup& s, std::string_view t) { s.loss = loss_from_name(choose("--loss", t, loss_names())); },

@@ -62,6 +62,8 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.loss = s.loss;
   r.activation_offload = s.activation_offload;
   r.grad_accum = s.grad_accum;
+  r.objective = s.objective;
+  r.precompute_ref = s.precompute_ref;
   r.gpu_util = s.gpu_util;
   r.enforce_eager = s.enforce_eager;
   r.vllm_version = s.vllm_version;

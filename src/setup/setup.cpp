@@ -36,6 +36,9 @@ constexpr std::array k_losses = {
     std::string_view{"full"}, std::string_view{"chunked"},
     std::string_view{"upcast"}, std::string_view{"upcast-shift"},
     std::string_view{"fp32-shift"}};
+constexpr std::array k_objectives = {
+    std::string_view{"sft"}, std::string_view{"dpo"}, std::string_view{"orpo"},
+    std::string_view{"kto"}, std::string_view{"simpo"}};
 constexpr std::array k_frameworks = {
     std::string_view{"vllm"},       std::string_view{"deepspeed"},
     std::string_view{"hf-trainer"}, std::string_view{"trl"},
@@ -130,6 +133,9 @@ std::string_view optimizer_name(Optimizer optimizer) {
 std::string_view loss_name(Loss loss) {
   return name_of(k_losses, loss);
 }
+std::string_view objective_name(TrainObjective objective) {
+  return name_of(k_objectives, objective);
+}
 std::string_view vllm_era_name(VllmEra era) {
   return name_of(k_eras, era);
 }
@@ -158,6 +164,9 @@ std::vector<std::string_view> optimizer_names() {
 std::vector<std::string_view> loss_names() {
   return all_of(k_losses);
 }
+std::vector<std::string_view> objective_names() {
+  return all_of(k_objectives);
+}
 
 Mode mode_from_name(std::string_view name) {
   return value_of<Mode>(k_modes, name);
@@ -182,6 +191,9 @@ Optimizer optimizer_from_name(std::string_view name) {
 }
 Loss loss_from_name(std::string_view name) {
   return value_of<Loss>(k_losses, name);
+}
+TrainObjective objective_from_name(std::string_view name) {
+  return value_of<TrainObjective>(k_objectives, name);
 }
 
 unsigned lora_targets_from_text(std::string_view text) {

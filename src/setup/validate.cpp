@@ -29,9 +29,28 @@ std::string valid_tp_text(const Model& model) {
   return text;
 }
 
+// The training objective's options (--objective, --precompute-ref).
+std::optional<std::string> check_objective(const Setup& s) {
+  if (s.objective != TrainObjective::sft && !s.training()) {
+    return std::string(
+        "--objective trains on chosen and rejected sequences; use it with "
+        "--mode full, lora or qlora");
+  }
+  if (s.precompute_ref && s.objective != TrainObjective::dpo &&
+      s.objective != TrainObjective::kto) {
+    return std::string(
+        "--precompute-ref applies to the objectives with a reference model; "
+        "use it with --objective dpo or kto");
+  }
+  return std::nullopt;
+}
+
 // Options that contradict each other, whatever the model: each message names
 // both and the fix.
 std::optional<std::string> check_request(const Setup& s) {
+  if (auto problem = check_objective(s)) {
+    return problem;
+  }
   if (s.fsdp && s.zero && *s.zero != 3) {
     return fmt::format(
         "--fsdp shards like ZeRO stage 3 and contradicts --zero {}; drop "

@@ -18,9 +18,11 @@ constexpr double k_cpu_adam_params_per_s = 2e9;
 // §5 and the peft/bnb benchmarks).
 constexpr double k_nf4_train_factor = 1.3;
 
-// Tokens of one micro-batch on one data-parallel rank.
+// Tokens of one micro-batch on one data-parallel rank (preference
+// objectives: chosen and rejected rows, Resolved::rows_per_example).
 double micro_tokens(const Resolved& setup) {
-  return static_cast<double>(setup.batch) * static_cast<double>(setup.seq);
+  return static_cast<double>(setup.batch * setup.rows_per_example()) *
+         static_cast<double>(setup.seq);
 }
 
 }  // namespace
@@ -40,6 +42,12 @@ double training_flops_per_token(const Model& model, const Resolved& setup,
     per_token += 2 * n + attn;
   } else if (setup.checkpointing == Checkpointing::selective) {
     per_token += attn;
+  }
+  // DPO/KTO: the reference model's forward over the same rows, under
+  // no_grad (TRL compute_ref_log_probs; a PEFT policy runs it with its
+  // adapters disabled): one more forward, 2N plus the attention core.
+  if (setup.runs_reference_forward()) {
+    per_token += 2 * n + attn;
   }
   return per_token;
 }

@@ -74,6 +74,15 @@ enum class Optimizer {
 // fp32_shift (the model upcasts, the loss shifts a copy: transformers <= 4.45).
 enum class Loss { full, chunked, upcast, upcast_shift, fp32_shift };
 
+// The training objective (--objective). sft: one sequence per example. The
+// preference objectives score a chosen and a rejected completion per
+// example: dpo (TRL DPOTrainer, also IPO and the other DPO loss_types) holds
+// a frozen reference model besides the policy unless the policy is a PEFT
+// model or the reference log-probs are precomputed; orpo (ORPOTrainer) and
+// simpo (CPOTrainer loss_type "simpo") are reference-free; kto
+// (KTOTrainer) scores one completion per example against a reference model.
+enum class TrainObjective { sft, dpo, orpo, kto, simpo };
+
 // LoRA target projections, as a bit set.
 enum LoraTarget : unsigned {
   k_lora_q = 1U << 0,
@@ -153,6 +162,10 @@ struct Setup {
   Loss loss = Loss::full;
   bool activation_offload = false;
   int grad_accum = 1;
+  TrainObjective objective = TrainObjective::sft;
+  // --precompute-ref: the reference log-probs computed once before training
+  // (TRL precompute_ref_log_probs), so no reference model is held.
+  bool precompute_ref = false;
   // Serving (vLLM).
   double gpu_util = 0.9;  // gpu_memory_utilization
   std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
@@ -221,6 +234,10 @@ struct Resolved {
   Loss loss = Loss::full;
   bool activation_offload = false;
   int grad_accum = 1;
+  TrainObjective objective = TrainObjective::sft;
+  // --precompute-ref: the reference log-probs computed once before training
+  // (TRL precompute_ref_log_probs), so no reference model is held.
+  bool precompute_ref = false;
   // Serving (vLLM).
   double gpu_util = 0.9;
   std::int64_t max_num_batched_tokens = 8192;
@@ -239,6 +256,30 @@ struct Resolved {
   std::optional<Bytes> host_ram_bytes{};  // CPU RAM per node, when known
 
   int total_gpus() const { return gpus * nodes; }
+  // Sequences of one example through the policy's forward with gradients:
+  // TRL's concatenated_forward runs chosen and rejected as 2 x batch rows
+  // (dpo_trainer.py, orpo_trainer.py, cpo_trainer.py); KTO's examples are
+  // single completions (kto_trainer.py), its KL batch runs under no_grad.
+  std::int64_t rows_per_example() const {
+    return objective == TrainObjective::dpo ||
+                   objective == TrainObjective::orpo ||
+                   objective == TrainObjective::simpo
+               ? 2
+               : 1;
+  }
+  // A frozen reference model on the GPUs: DPO and KTO full fine-tuning
+  // without precomputed log-probs. A PEFT policy is its own reference with
+  // the adapters disabled (TRL null_ref_context, dpo_trainer.py).
+  bool holds_reference() const {
+    return runs_reference_forward() && mode == Mode::full;
+  }
+  // The reference log-probs computed every step (a forward under no_grad):
+  // DPO and KTO unless precomputed (TRL compute_ref_log_probs).
+  bool runs_reference_forward() const {
+    return (objective == TrainObjective::dpo ||
+            objective == TrainObjective::kto) &&
+           !precompute_ref;
+  }
   int dp() const { return total_gpus() / (tp * pp * cp); }
   bool training() const { return mode != Mode::infer; }
 };
@@ -253,6 +294,7 @@ std::string_view attn_name(Attn attn);
 std::string_view precision_name(Precision precision);
 std::string_view optimizer_name(Optimizer optimizer);
 std::string_view loss_name(Loss loss);
+std::string_view objective_name(TrainObjective objective);
 std::string_view vllm_era_name(VllmEra era);
 // "vllm", "deepspeed", "hf-trainer", "trl", "accelerate", "axolotl",
 // "torchtune", "llama-factory", "megatron", "torchtitan", "generate".
@@ -272,6 +314,7 @@ std::vector<std::string_view> attn_names();
 std::vector<std::string_view> precision_names();
 std::vector<std::string_view> optimizer_names();
 std::vector<std::string_view> loss_names();
+std::vector<std::string_view> objective_names();
 
 // Name -> enum; REQUIRES `name` to be one of the canonical names (validated at
 // the edge).
@@ -283,6 +326,7 @@ Attn attn_from_name(std::string_view name);
 Precision precision_from_name(std::string_view name);
 Optimizer optimizer_from_name(std::string_view name);
 Loss loss_from_name(std::string_view name);
+TrainObjective objective_from_name(std::string_view name);
 
 // "qv", "attn", "all" or a comma list of q,k,v,o,gate,up,down -> bit set; 0
 // when invalid.
