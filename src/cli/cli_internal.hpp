@@ -35,7 +35,7 @@ struct SetupOptions {
       std::vector<CLI::Option*>(option_rows().size(), nullptr);
 };
 
-enum class Format { text, json, markdown, svg };
+enum class Format { text, json, markdown, svg, prometheus };
 
 struct OutputOptions {
   bool json = false;
@@ -135,8 +135,9 @@ std::vector<std::pair<std::string, std::string>> given_setup_options(
     const SetupOptions& o);
 
 struct OutputChoices {
-  bool svg = false;     // --format svg and --svg FILE
-  bool catalog = true;  // --catalog DIR
+  bool svg = false;         // --format svg and --svg FILE
+  bool catalog = true;      // --catalog DIR
+  bool prometheus = false;  // --format prometheus (plan and check)
 };
 // --json, --format, --color, --catalog (and --svg).
 void add_output_options(CLI::App& app, OutputOptions& o,
@@ -161,6 +162,7 @@ void render_into(Runtime& rt, const OutputOptions& o, Format format, Text text,
     case Format::svg:
       rt.out = svg();
       break;
+    case Format::prometheus:  // plan and check render it themselves
     case Format::text:
       // Controls escaped at the edge, for a terminal or a PR comment
       // (util/text.hpp); the text report keeps its colours.

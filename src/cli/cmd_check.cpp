@@ -9,6 +9,7 @@
 #include "oomplan/check/check.hpp"
 #include "oomplan/launch/launch.hpp"
 #include "oomplan/render/check.hpp"
+#include "oomplan/render/prometheus.hpp"
 #include "oomplan/util/error.hpp"
 #include "oomplan/util/text.hpp"
 
@@ -299,6 +300,9 @@ int run_check(const CheckCliOptions& o, const CLI::App& app, Runtime& rt) {
       rt.out = markdown ? *markdown
                         : inert_text(render_check_markdown(result), false);
       break;
+    case Format::prometheus:
+      rt.out = render_check_prometheus(result);
+      break;
     case Format::text:
     case Format::svg:
       rt.out = inert_text(render_check_text(result, {.color = color}), color);
@@ -334,7 +338,7 @@ void add_check_command(CLI::App& root, Commands& commands) {
       ->type_name("NxNAME")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
   add_setup_options(*app, options->setup);
-  add_output_options(*app, options->output);
+  add_output_options(*app, options->output, {.prometheus = true});
   add_switch(*app, "--summary", options->summary,
              "also append the Markdown table to $GITHUB_STEP_SUMMARY")
       ->group("Output");

@@ -8,6 +8,7 @@
 #include "oomplan/launch/launch.hpp"
 #include "oomplan/model/dtype.hpp"
 #include "oomplan/plan/plan.hpp"
+#include "oomplan/render/prometheus.hpp"
 #include "oomplan/render/report.hpp"
 #include "oomplan/render/svg.hpp"
 #include "oomplan/util/error.hpp"
@@ -75,6 +76,11 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   load_model(catalog, options.model, rt.env, loaded);
   const Model& model = *loaded.model;
   if (options.gpus.empty()) {
+    if (format == Format::prometheus) {
+      throw Error(
+          "--format prometheus needs --gpus NxNAME: alerting rules are for "
+          "the cards a job runs on");
+    }
     if (app.count("--gpus") > 0) {
       throw Error(
           "--gpus is empty; give NxNAME such as 4xA100-80, or leave it out "
@@ -99,6 +105,13 @@ int run_plan(const PlanOptions& options, const CLI::App& app, Runtime& rt) {
   Plan plan = make_plan(model, *spec.gpu, setup, options.model,
                         advisor(catalog.gpus, card_prices(catalog)));
   plan.origin = loaded.origin;
+  if (format == Format::prometheus) {
+    rt.out = render_plan_prometheus(plan);
+    if (!options.output.svg_file.empty()) {
+      rt.files.push_back({options.output.svg_file, render_plan_svg(plan)});
+    }
+    return plan.budget.fits() ? k_exit_fits : k_exit_does_not_fit;
+  }
   render_into(
       rt, options.output, format,
       [&] { return render_text(plan, {.color = color}); },
@@ -452,7 +465,8 @@ void add_plan(CLI::App& app, Commands& commands) {
       ->group(std::string(option_group_name(OptionGroup::hardware)));
   add_framework_option(*plan, plan_options->framework);
   add_setup_options(*plan, plan_options->setup);
-  add_output_options(*plan, plan_options->output, {.svg = true});
+  add_output_options(*plan, plan_options->output,
+                     {.svg = true, .prometheus = true});
   commands.push_back({plan, [plan_options, plan](Runtime& rt) {
                         return run_plan(*plan_options, *plan, rt);
                       }});

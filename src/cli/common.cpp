@@ -92,6 +92,9 @@ void add_output_options(CLI::App& app, OutputOptions& o,
   if (choices.svg) {
     formats.emplace_back("svg");
   }
+  if (choices.prometheus) {
+    formats.emplace_back("prometheus");
+  }
   const std::vector<std::string> colors = {"auto", "always", "never"};
   add_switch(app, "--json", o.json, "same as --format json")->group("Output");
   app.add_option("--format", o.format, "what to print")
@@ -136,6 +139,9 @@ Format output_format(const OutputOptions& o, const CLI::App& app) {
   }
   if (o.format == "svg") {
     return Format::svg;
+  }
+  if (o.format == "prometheus") {
+    return Format::prometheus;
   }
   return Format::text;
 }
