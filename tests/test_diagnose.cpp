@@ -982,3 +982,32 @@ TEST_CASE("diagnose: compare_with_plan names the gap against the plan's peak",
                  "(128.00 KiB per token)",
                  "the plan fits 32768 tokens; vLLM in the log 34736"});
 }
+
+TEST_CASE(
+    "diagnose: a figure of more than 18 digits saturates, leading zeros "
+    "do not count",
+    "[diagnose]") {
+  // The fuzzer's find: 180 zeros then 16397105843297379270 MiB was read as its
+  // first 18 digits (the zeros), 0 bytes, and differently when the log came
+  // in chunks. Leading zeros are no digits; a 20-digit figure is "too large".
+  const std::string zeros(180, '0');
+  const std::string message =
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate " +
+      zeros +
+      "138.00 MiB. GPU 0 has a total capacity of 15.90 GiB of which "
+      "8.44 MiB is free. Process 1246069 has " +
+      zeros +
+      "16397105843297379270.00 MiB memory in use. Including non-PyTorch "
+      "memory, this process has 5.32 GiB memory in use.";
+  const json m = diagnose_json(message)["messages"][0];
+  CHECK(m["requested_bytes"] == 138 * (1 << 20));  // 138.00 MiB, exactly
+  // 1.6e19 MiB is beyond any card: the diagnoser's ceiling, 2^60 bytes.
+  CHECK(m["other_processes_bytes"] == std::int64_t{1} << 60);
+  // The same in 20-byte chunks, as the fuzzer fed it.
+  LogScanner scanner;
+  for (std::size_t i = 0; i < message.size(); i += 20) {
+    scanner.feed(std::string_view(message).substr(i, 20));
+  }
+  CHECK(render_diagnosis_json(scanner.finish()) ==
+        render_diagnosis_json(diagnose(message)));
+}

@@ -34,6 +34,9 @@ Bytes to_bytes(Decimal d, Bytes unit) {
   if (d.mantissa < 0 || unit <= 0) {
     return 0;
   }
+  if (d.huge) {
+    return k_max_size;
+  }
   while (d.decimals > 6) {
     d.mantissa /= 10;
     --d.decimals;

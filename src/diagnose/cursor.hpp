@@ -73,6 +73,10 @@ Bytes unit_bytes(std::string_view unit);
 struct Decimal {
   std::int64_t mantissa = 0;
   int decimals = 0;
+  // More than 18 significant integer digits: beyond any size or count a
+  // tool prints, read as "too large" (to_bytes saturates), never as its
+  // first 18 digits.
+  bool huge = false;
   double value() const {
     double scale = 1;
     for (int i = 0; i < decimals; ++i) {
@@ -150,13 +154,17 @@ class Cursor {
       const char c = m_text[p];
       if (is_digit(c)) {
         any = true;
-        if (int_digits + d.decimals < 18) {
+        if (!dot && d.mantissa == 0 && c == '0') {
+          // A leading zero ("0000012 MiB") is no significant digit.
+        } else if (int_digits + d.decimals < 18) {
           d.mantissa = d.mantissa * 10 + (c - '0');
           if (dot) {
             ++d.decimals;
           } else {
             ++int_digits;
           }
+        } else if (!dot) {
+          d.huge = true;  // further decimals only lose precision
         }
         ++p;
       } else if (c == '.' && !dot && p + 1 < m_text.size() &&
@@ -188,7 +196,7 @@ class Cursor {
     for (const bool join : {true, false}) {
       m_pos = save;
       const auto d = number(join);
-      if (d && d->decimals == 0) {
+      if (d && d->decimals == 0 && !d->huge) {
         const char next = m_pos < m_text.size() ? m_text[m_pos] : '\0';
         if (!is_digit(next) && !is_alpha(next)) {
           return d->mantissa;

@@ -103,8 +103,9 @@ std::optional<Bytes> exact_bytes_after(Cursor& c) {
     c.lit("rounded to");
     const auto d = c.number(false);
     const std::optional<std::int64_t> n =
-        d && d->decimals == 0 ? std::optional<std::int64_t>(d->mantissa)
-                              : std::nullopt;
+        d && d->decimals == 0 && !d->huge
+            ? std::optional<std::int64_t>(d->mantissa)
+            : std::nullopt;
     if (n) {
       if (!c.lit("bytes")) {
         c.lit("B");
