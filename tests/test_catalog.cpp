@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 127);
+  CHECK(catalog().models.size() == 134);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -421,6 +421,12 @@ TEST_CASE("catalog: each family people launch resolves by its HF id",
       {"EleutherAI/pythia-6.9b", "pythia-6.9b"},
       {"openai-community/gpt2", "gpt2"},
       {"BSC-LT/salamandra-7b", "salamandra-7b"},
+      {"Qwen/Qwen3-Next-80B-A3B-Thinking", "qwen3-next-80b-a3b"},
+      {"mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+       "mistral-small-3.1-24b"},
+      {"meta-llama/Llama-3.2-11B-Vision", "llama-3.2-11b-vision"},
+      {"huggyllama/llama-65b", "llama-65b"},
+      {"bigscience/bloomz-7b1", "bloomz-7b1"},
   };
   for (const auto& [hf_id, id] : k_families) {
     INFO(hf_id);
