@@ -1,15 +1,15 @@
 // The build's catalog generator: validates models/*.json with the loader the
 // tool uses at run time (assemble_catalog: parse_catalog + check_model + the
 // cross-file checks) and writes a C++ source defining builtin_catalog() as
-// aggregate initialisers, so the shipped catalog costs no JSON parsing at run
-// time and a bad catalog file fails the build with the loader's message.
+// field assignments, so the shipped catalog costs no JSON parsing at run time
+// and a bad catalog file fails the build with the loader's message.
 //
 // Usage: oomplan_catalog_gen OUT.cpp models/a.json models/b.json ...
 // OUT.cpp is rewritten only when its text changes.
 //
-// Every field of Model, Gpu and Instance is emitted below in declaration
-// order (designated initialisers enforce the order); tests/test_catalog.cpp
-// checks that the compiled catalog equals the JSON one, entry by entry.
+// Every field of Model, Gpu and Instance is emitted below (in declaration
+// order) when it differs from the default; tests/test_catalog.cpp checks that
+// the compiled catalog equals the JSON one, entry by entry.
 
 #include "oomplan/model/catalog.hpp"
 #include "oomplan/util/error.hpp"
@@ -126,7 +126,7 @@ std::string enumerator(Dtype dtype) {
   return "Dtype::bf16";
 }
 
-// Designated initialisers for the fields that differ from the defaults.
+// Assignments of the fields that differ from the defaults.
 class Fields {
  public:
   void add(const char* field, const std::string& value,
@@ -187,7 +187,7 @@ class Fields {
 
  private:
   void put(const char* field, const std::string& value) {
-    fmt::format_to(std::back_inserter(m_text), "      .{} = {},\n", field,
+    fmt::format_to(std::back_inserter(m_text), "    e.{} = {};\n", field,
                    value);
   }
   std::string m_text;
@@ -328,9 +328,13 @@ void emit_list(std::string& out, const char* type, const char* list,
                const std::vector<T>& entries, Emit emit) {
   fmt::format_to(std::back_inserter(out), "  c.{}.reserve({});\n", list,
                  entries.size());
+  // Each entry is built in place and assigned only the fields that differ
+  // from the defaults: no temporary to move into the vector (start-up cost
+  // grows with the catalog; docs/development.md, "The benchmark").
   for (const T& entry : entries) {
-    fmt::format_to(std::back_inserter(out), "  c.{}.push_back({}{{\n{}  }});\n",
-                   list, type, emit(entry));
+    fmt::format_to(std::back_inserter(out),
+                   "  {{\n    {}& e = c.{}.emplace_back();\n{}  }}\n", type,
+                   list, emit(entry));
   }
 }
 
