@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 134);
+  CHECK(catalog().models.size() == 136);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -398,6 +398,8 @@ TEST_CASE("catalog: each family people launch resolves by its HF id",
       {"Qwen/Qwen2-7B-Instruct", "qwen2-7b"},
       {"Qwen/Qwen2-72B-Instruct", "qwen2-72b"},
       {"Qwen/Qwen1.5-MoE-A2.7B", "qwen1.5-moe-a2.7b"},
+      {"Qwen/Qwen2-57B-A14B", "qwen2-57b-a14b"},
+      {"Qwen/Qwen2-7B", "qwen2-7b-base"},
       {"Qwen/Qwen2.5-Coder-7B", "qwen2.5-coder-7b"},
       {"Qwen/Qwen2.5-Math-72B", "qwen2.5-math-72b"},
       {"Qwen/QwQ-32B", "qwq-32b"},
