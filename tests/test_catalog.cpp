@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 136);
+  CHECK(catalog().models.size() == 137);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -400,6 +400,7 @@ TEST_CASE("catalog: each family people launch resolves by its HF id",
       {"Qwen/Qwen1.5-MoE-A2.7B", "qwen1.5-moe-a2.7b"},
       {"Qwen/Qwen2-57B-A14B", "qwen2-57b-a14b"},
       {"Qwen/Qwen2-7B", "qwen2-7b-base"},
+      {"Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b"},
       {"Qwen/Qwen2.5-Coder-7B", "qwen2.5-coder-7b"},
       {"Qwen/Qwen2.5-Math-72B", "qwen2.5-math-72b"},
       {"Qwen/QwQ-32B", "qwq-32b"},
@@ -1250,12 +1251,17 @@ TEST_CASE("catalog: hybrid and state-space models state their layer kinds",
 
 TEST_CASE("catalog: a vision-language id is never corrected to its text model",
           "[catalog]") {
-  // "Qwen/Qwen2.5-VL-7B-Instruct" is three edits from the text-only
-  // "Qwen/Qwen2.5-7B-Instruct", a different model (no vision tower).
+  // "Qwen/Qwen2.5-VL-3B-Instruct" (not in the catalog) is three edits from
+  // the text-only "Qwen/Qwen2.5-3B-Instruct", a different model (no vision
+  // tower); the 7B VL model is its own entry, with its tower.
   const std::string message = error_of(
-      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct"); });
+      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-3B-Instruct"); });
   CHECK(message.find("did you mean") == std::string::npos);
-  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-7B-Instruct'", 0) == 0);
+  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-3B-Instruct'", 0) == 0);
+  const auto& vl =
+      oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct");
+  CHECK(vl.name == "qwen2.5-vl-7b");
+  CHECK(vl.extra_params > 0);
   // A plain typo still gets its suggestion.
   CHECK(error_of([] {
           oomplan::find_model(catalog(), "Qwen/Qwen2.5-7B-Instrct");
