@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 146);
+  CHECK(catalog().models.size() == 147);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -430,6 +430,18 @@ TEST_CASE("catalog: each family people launch resolves by its HF id",
       {"meta-llama/Llama-3.2-11B-Vision", "llama-3.2-11b-vision"},
       {"huggyllama/llama-65b", "llama-65b"},
       {"bigscience/bloomz-7b1", "bloomz-7b1"},
+      {"bigscience/bloomz-560m", "bloomz-560m"},
+      {"garage-bAInd/Platypus-30B", "platypus-30b"},
+      {"keeeeenw/MicroLlama", "micro-llama-300m"},
+      {"togethercomputer/LLaMA-2-7B-32K", "llama-2-7b-32k"},
+      {"TinyLlama/TinyLlama-1.1B-Chat-v0.4", "tinyllama-1.1b-chat-v0.4"},
+      {"deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+       "deepseek-r1-distill-qwen-32b"},
+      {"dphn/dolphin-2.9.1-yi-1.5-34b", "dolphin-2.9.1-yi-1.5-34b"},
+      {"Alibaba-NLP/Tongyi-DeepResearch-30B-A3B",
+       "tongyi-deepresearch-30b-a3b"},
+      {"distilbert/distilgpt2", "distilgpt2"},
+      {"Qwen/Qwen2-0.5B", "qwen2-0.5b-base"},
   };
   for (const auto& [hf_id, id] : k_families) {
     INFO(hf_id);
@@ -443,8 +455,11 @@ TEST_CASE("catalog: fine-tunes and mirrors resolve to their base",
   // vocabulary, context and rope as the base (NousResearch's and
   // mistral-community's are re-uploads; Vicuna v1.5 and Zephyr are
   // fine-tunes that keep the config; DeepSeek-Coder-V2-Lite is DeepSeek-V2-Lite
-  // trained further).
+  // trained further; FreeWilly2 is a Llama 2 70B fine-tune; Magistral Small
+  // 2509 keeps Mistral Small 3.1's config, vision tower included).
   const std::pair<const char*, const char*> k_aliases[] = {
+      {"stabilityai/FreeWilly2", "llama-2-70b"},
+      {"mistralai/Magistral-Small-2509", "mistral-small-3.1-24b"},
       {"NousResearch/Llama-2-7b-hf", "llama-2-7b"},
       {"lmsys/vicuna-13b-v1.5", "llama-2-13b"},
       {"mistral-community/Mixtral-8x22B-v0.1", "mixtral-8x22b"},
