@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 147);
+  CHECK(catalog().models.size() == 148);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -442,6 +442,7 @@ TEST_CASE("catalog: each family people launch resolves by its HF id",
        "tongyi-deepresearch-30b-a3b"},
       {"distilbert/distilgpt2", "distilgpt2"},
       {"Qwen/Qwen2-0.5B", "qwen2-0.5b-base"},
+      {"01-ai/Yi-6B", "yi-6b"},
   };
   for (const auto& [hf_id, id] : k_families) {
     INFO(hf_id);
