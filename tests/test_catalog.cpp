@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 148);
+  CHECK(catalog().models.size() == 157);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -443,6 +443,11 @@ TEST_CASE("catalog: each family people launch resolves by its HF id",
       {"distilbert/distilgpt2", "distilgpt2"},
       {"Qwen/Qwen2-0.5B", "qwen2-0.5b-base"},
       {"01-ai/Yi-6B", "yi-6b"},
+      {"Qwen/Qwen1.5-7B", "qwen1.5-7b"},
+      {"Qwen/Qwen1.5-72B-Chat", "qwen1.5-72b"},
+      {"mistralai/Ministral-8B-Instruct-2410", "ministral-8b"},
+      {"mistralai/Mistral-Small-Instruct-2409", "mistral-small-2409"},
+      {"microsoft/Phi-3.5-MoE-instruct", "phi-3.5-moe"},
   };
   for (const auto& [hf_id, id] : k_families) {
     INFO(hf_id);
