@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 47);
+  CHECK(catalog().models.size() == 157);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -381,6 +381,105 @@ TEST_CASE("catalog: models resolve by id, alias and HF id in any case",
   CHECK(oomplan::find_model(c, "Qwen/Qwen2.5-7B-Instruct").name ==
         "qwen2.5-7b");
   CHECK(oomplan::find_model(c, "openai/gpt-oss-20b").name == "gpt-oss-20b");
+}
+
+TEST_CASE("catalog: each family people launch resolves by its HF id",
+          "[catalog]") {
+  // One Hugging Face repository per family or size the catalog covers, and
+  // the entry it must find (models/README.md lists the families).
+  const std::pair<const char*, const char*> k_families[] = {
+      {"codellama/CodeLlama-34b-hf", "codellama-34b"},
+      {"TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama-1.1b"},
+      {"meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"},
+      {"meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-maverick"},
+      {"mistral-community/Mistral-7B-v0.2", "mistral-7b-v0.2"},
+      {"mistralai/Mistral-Nemo-Base-2407", "mistral-nemo-12b"},
+      {"mistralai/Mistral-Large-Instruct-2407", "mistral-large-2407"},
+      {"Qwen/Qwen2-7B-Instruct", "qwen2-7b"},
+      {"Qwen/Qwen2-72B-Instruct", "qwen2-72b"},
+      {"Qwen/Qwen1.5-MoE-A2.7B", "qwen1.5-moe-a2.7b"},
+      {"Qwen/Qwen2-57B-A14B", "qwen2-57b-a14b"},
+      {"Qwen/Qwen2-7B", "qwen2-7b-base"},
+      {"Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b"},
+      {"Qwen/Qwen2.5-Coder-7B", "qwen2.5-coder-7b"},
+      {"Qwen/Qwen2.5-Math-72B", "qwen2.5-math-72b"},
+      {"Qwen/QwQ-32B", "qwq-32b"},
+      {"Qwen/Qwen3-8B-Base", "qwen3-8b-base"},
+      {"Qwen/Qwen3-Coder-480B-A35B-Instruct", "qwen3-coder-480b-a35b"},
+      {"google/gemma-7b", "gemma-7b"},
+      {"google/codegemma-7b", "codegemma-7b"},
+      {"microsoft/phi-2", "phi-2"},
+      {"microsoft/Phi-3.5-mini-instruct", "phi-3.5-mini"},
+      {"microsoft/Phi-4-mini-instruct", "phi-4-mini"},
+      {"microsoft/Phi-4-reasoning", "phi-4-reasoning"},
+      {"deepseek-ai/DeepSeek-V2", "deepseek-v2"},
+      {"deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+       "deepseek-r1-distill-llama-8b"},
+      {"moonshotai/Kimi-K2-Instruct", "kimi-k2"},
+      {"tiiuae/falcon-7b", "falcon-7b"},
+      {"tiiuae/Falcon3-10B-Base", "falcon3-10b"},
+      {"allenai/OLMo-2-1124-13B", "olmo-2-13b"},
+      {"CohereForAI/aya-23-8B", "aya-23-8b"},
+      {"HuggingFaceTB/SmolLM2-1.7B", "smollm2-1.7b"},
+      {"EleutherAI/pythia-6.9b", "pythia-6.9b"},
+      {"openai-community/gpt2", "gpt2"},
+      {"BSC-LT/salamandra-7b", "salamandra-7b"},
+      {"Qwen/Qwen3-Next-80B-A3B-Thinking", "qwen3-next-80b-a3b"},
+      {"mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+       "mistral-small-3.1-24b"},
+      {"meta-llama/Llama-3.2-11B-Vision", "llama-3.2-11b-vision"},
+      {"huggyllama/llama-65b", "llama-65b"},
+      {"bigscience/bloomz-7b1", "bloomz-7b1"},
+      {"bigscience/bloomz-560m", "bloomz-560m"},
+      {"garage-bAInd/Platypus-30B", "platypus-30b"},
+      {"keeeeenw/MicroLlama", "micro-llama-300m"},
+      {"togethercomputer/LLaMA-2-7B-32K", "llama-2-7b-32k"},
+      {"TinyLlama/TinyLlama-1.1B-Chat-v0.4", "tinyllama-1.1b-chat-v0.4"},
+      {"deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+       "deepseek-r1-distill-qwen-32b"},
+      {"dphn/dolphin-2.9.1-yi-1.5-34b", "dolphin-2.9.1-yi-1.5-34b"},
+      {"Alibaba-NLP/Tongyi-DeepResearch-30B-A3B",
+       "tongyi-deepresearch-30b-a3b"},
+      {"distilbert/distilgpt2", "distilgpt2"},
+      {"Qwen/Qwen2-0.5B", "qwen2-0.5b-base"},
+      {"01-ai/Yi-6B", "yi-6b"},
+      {"Qwen/Qwen1.5-7B", "qwen1.5-7b"},
+      {"Qwen/Qwen1.5-72B-Chat", "qwen1.5-72b"},
+      {"mistralai/Ministral-8B-Instruct-2410", "ministral-8b"},
+      {"mistralai/Mistral-Small-Instruct-2409", "mistral-small-2409"},
+      {"microsoft/Phi-3.5-MoE-instruct", "phi-3.5-moe"},
+  };
+  for (const auto& [hf_id, id] : k_families) {
+    INFO(hf_id);
+    CHECK(oomplan::find_model(catalog(), hf_id).name == id);
+  }
+}
+
+TEST_CASE("catalog: fine-tunes and mirrors resolve to their base",
+          "[catalog]") {
+  // Hand-checked against each repository's config.json: the same sizes,
+  // vocabulary, context and rope as the base (NousResearch's and
+  // mistral-community's are re-uploads; Vicuna v1.5 and Zephyr are
+  // fine-tunes that keep the config; DeepSeek-Coder-V2-Lite is DeepSeek-V2-Lite
+  // trained further; FreeWilly2 is a Llama 2 70B fine-tune; Magistral Small
+  // 2509 keeps Mistral Small 3.1's config, vision tower included).
+  const std::pair<const char*, const char*> k_aliases[] = {
+      {"stabilityai/FreeWilly2", "llama-2-70b"},
+      {"mistralai/Magistral-Small-2509", "mistral-small-3.1-24b"},
+      {"NousResearch/Llama-2-7b-hf", "llama-2-7b"},
+      {"lmsys/vicuna-13b-v1.5", "llama-2-13b"},
+      {"mistral-community/Mixtral-8x22B-v0.1", "mixtral-8x22b"},
+      {"HuggingFaceH4/zephyr-7b-beta", "mistral-7b-v0.1"},
+      {"nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama-3.1-70b"},
+      {"deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "deepseek-v2-lite"},
+      {"Qwen/Qwen2.5-Coder-32B-Instruct", "qwen2.5-coder-32b"},
+      {"allenai/OLMo-2-1124-7B-Instruct", "olmo-2-7b"},
+      {"EleutherAI/pythia-1b-deduped", "pythia-1b"},
+  };
+  for (const auto& [alias, id] : k_aliases) {
+    INFO(alias);
+    CHECK(oomplan::find_model(catalog(), alias).name == id);
+  }
 }
 
 TEST_CASE("catalog: an unknown model suggests the nearest name", "[catalog]") {
@@ -543,7 +642,8 @@ TEST_CASE("catalog: KV geometry gives catalog_facts' bytes per token",
       {"falcon-40b", 122880},      {"falcon-180b", 163840},
       {"command-r-v01", 1310720},
   };
-  REQUIRE(k_kv.size() == catalog().models.size());
+  // The models catalog_facts.md §1f lists (the catalog's first 47).
+  REQUIRE(k_kv.size() == 47);
   for (const auto& [id, bytes] : k_kv) {
     INFO(id);
     const auto& m = oomplan::find_model(catalog(), id);
@@ -1172,12 +1272,17 @@ TEST_CASE("catalog: hybrid and state-space models state their layer kinds",
 
 TEST_CASE("catalog: a vision-language id is never corrected to its text model",
           "[catalog]") {
-  // "Qwen/Qwen2.5-VL-7B-Instruct" is three edits from the text-only
-  // "Qwen/Qwen2.5-7B-Instruct", a different model (no vision tower).
+  // "Qwen/Qwen2.5-VL-3B-Instruct" (not in the catalog) is three edits from
+  // the text-only "Qwen/Qwen2.5-3B-Instruct", a different model (no vision
+  // tower); the 7B VL model is its own entry, with its tower.
   const std::string message = error_of(
-      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct"); });
+      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-3B-Instruct"); });
   CHECK(message.find("did you mean") == std::string::npos);
-  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-7B-Instruct'", 0) == 0);
+  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-3B-Instruct'", 0) == 0);
+  const auto& vl =
+      oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct");
+  CHECK(vl.name == "qwen2.5-vl-7b");
+  CHECK(vl.extra_params > 0);
   // A plain typo still gets its suggestion.
   CHECK(error_of([] {
           oomplan::find_model(catalog(), "Qwen/Qwen2.5-7B-Instrct");

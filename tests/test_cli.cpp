@@ -530,14 +530,15 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
       {"llama3-70b --gpus 1xH100 --catalog=",
        "--catalog is empty; give --catalog DIR"},
       // A command misspelt by one edit is not a MODEL; a model id two edits
-      // from a command ("gpt2", "gpus") stays a model.
+      // from a command ("gpt3", "gpus") stays a model (and gets the
+      // catalog's nearest name).
       {"chek train.yaml",
        "unknown command 'chek'; did you mean oomplan check? (a MODEL is a "
        "catalog name, see oomplan models, a Hugging Face id or a config.json "
        "path)"},
-      {"gpt2 --gpus 1xH100",
-       "unknown model 'gpt2' (not in the catalog); `oomplan models` lists the "
-       "catalog, or pass a config.json path or a model folder"},
+      {"gpt3 --gpus 1xH100",
+       "unknown model 'gpt3' (not in the catalog); did you mean gpt2? "
+       "Otherwise pass a config.json path or a model folder"},
       {"help me",
        "oomplan help takes one command: plan, fit, models, gpus, check, "
        "diagnose"},

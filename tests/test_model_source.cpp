@@ -102,19 +102,20 @@ TEST_CASE(
     "model source: a mirror under another org is planned as the catalog "
     "model, only when one matches",
     "[model_source]") {
-  // axolotl's own examples name NousResearch/Llama-2-7b-hf: the repository
-  // name without -hf is meta-llama/Llama-2-7b-hf's.
+  // TheBloke/Llama-2-7B-fp16: the repository name without -fp16 is
+  // meta-llama/Llama-2-7b-hf's without -hf (the catalog aliases the common
+  // NousResearch copies; this one it does not).
   const CliResult r =
-      run_env({"NousResearch/Llama-2-7b-hf", "--gpus", "1xH100"}, {});
+      run_env({"TheBloke/Llama-2-7B-fp16", "--gpus", "1xH100"}, {});
   REQUIRE(r.code == 0);
-  CHECK(r.out.rfind("llama-2-7b (6.74B params, NousResearch/Llama-2-7b-hf "
+  CHECK(r.out.rfind("llama-2-7b (6.74B params, TheBloke/Llama-2-7B-fp16 "
                     "planned as llama-2-7b, same architecture) on",
                     0) == 0);
   const auto doc = nlohmann::json::parse(
-      run_env({"NousResearch/Llama-2-7b-hf", "--gpus", "1xH100", "--json"}, {})
+      run_env({"TheBloke/Llama-2-7B-fp16", "--gpus", "1xH100", "--json"}, {})
           .out);
   CHECK(doc["model"]["source"]["step"] == "mirror");
-  CHECK(doc["model"]["source"]["detail"] == "NousResearch/Llama-2-7b-hf");
+  CHECK(doc["model"]["source"]["detail"] == "TheBloke/Llama-2-7B-fp16");
   // Case and the -hf suffix do not matter; a quantized repo is not a mirror.
   CHECK(run_env({"someone/LLAMA-2-7B", "--gpus", "1xH100"}, {}).code == 0);
   const CliResult gptq =
@@ -134,12 +135,12 @@ TEST_CASE(
   twin["hf_id"] = "acme/Llama-2-7b";
   twin["aliases"] = nlohmann::json::array();
   std::ofstream(dir / "acme.json") << nlohmann::json({{"models", {twin}}});
-  const CliResult two = run_env({"NousResearch/Llama-2-7b-hf", "--gpus",
-                                 "1xH100", "--catalog", dir.string()},
+  const CliResult two = run_env({"TheBloke/Llama-2-7B-fp16", "--gpus", "1xH100",
+                                 "--catalog", dir.string()},
                                 {});
   CHECK(two.code == 2);
   CHECK(two.err ==
-        "oomplan: error: 'NousResearch/Llama-2-7b-hf' could mirror llama-2-7b "
+        "oomplan: error: 'TheBloke/Llama-2-7B-fp16' could mirror llama-2-7b "
         "and acme-llama (same repository name); name the catalog model, or "
         "pass the model's config.json\n");
 }

@@ -367,14 +367,17 @@ double approx_params(const Model& model) {
            h * d(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) +
            d(m.kv_lora_rank + m.q_lora_rank) * d(m.num_heads) * (qk + v)) +
       4 * d(m.num_heads) * (qk + v) + 4 * h;
-  // A dense MLP and all experts at their widest, whichever the layer is.
-  const double expert = std::max(d(m.moe_intermediate_size),
-                                 d(m.shared_expert_intermediate_size));
+  // A dense MLP and all experts at their widest, whichever the layer is:
+  // routed experts at moe_intermediate_size, shared ones at the wider of the
+  // two (Qwen2-57B-A14B: 64 routed of 2,560, one shared of 20,480).
+  const double routed = d(m.moe_intermediate_size);
+  const double shared = std::max(routed, d(m.shared_expert_intermediate_size));
   const double dense = d(m.intermediate_size);
-  const double mlp = 3 * h * dense + 3 * dense + h +
-                     (d(m.num_experts) + d(m.num_shared_experts)) *
-                         (3 * h * expert + 3 * expert + h) +
-                     h * (d(m.num_experts) + 1) + d(m.num_experts);
+  const double mlp =
+      3 * h * dense + 3 * dense + h +
+      d(m.num_experts) * (3 * h * routed + 3 * routed + h) +
+      d(m.num_shared_experts) * (3 * h * shared + 3 * shared + h) +
+      h * (d(m.num_experts) + 1) + d(m.num_experts);
   const double norms = d(m.norms_per_layer + 1) * 2 * h +
                        2 * d(m.num_heads + m.num_kv_heads) * qk;
   // Every mixer at its widest on every layer: the output gate, Mamba-1,
