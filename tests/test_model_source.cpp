@@ -153,6 +153,14 @@ TEST_CASE("model source: an unknown name names the closest catalog models",
         "oomplan: error: unknown model 'lama3-70b' (not in the catalog); did "
         "you mean llama-3-70b or llama-2-70b? Otherwise pass a config.json "
         "path or a model folder\n");
+  // A path from another machine is not a misspelt name.
+  const CliResult path = run_env(
+      {"/data/weights/Llama3-8B-Chinese-Chat/", "--gpus", "1xH100"}, {});
+  CHECK(path.err ==
+        "oomplan: error: no file or folder "
+        "'/data/weights/Llama3-8B-Chinese-Chat/' here; pass the path of its "
+        "config.json or of a model folder on this machine, or a catalog name "
+        "(see oomplan models)\n");
   const CliResult cached = run_env({"acme/nothing-like-it", "--gpus", "1xH100"},
                                    hub_env(fresh_hub("unknown")));
   CHECK(cached.code == 2);

@@ -225,6 +225,19 @@ bool load_from_cache(const fs::path& hub, const std::string& id,
 // to pass a config.json.
 [[noreturn]] void unknown_model(const Catalog& catalog, const std::string& arg,
                                 const std::optional<fs::path>& hub) {
+  // "/data/weights/Llama3-8B-Chinese-Chat/" or "./out": a path on another
+  // machine, not a misspelt catalog name.
+  const bool path_like = arg.front() == '/' || arg.front() == '~' ||
+                         arg.rfind("./", 0) == 0 || arg.rfind("../", 0) == 0 ||
+                         arg.back() == '/' ||
+                         std::count(arg.begin(), arg.end(), '/') > 1;
+  if (path_like) {
+    throw Error(fmt::format(
+        "no file or folder '{}' here; pass the path of its config.json or of "
+        "a model folder on this machine, or a catalog name (see oomplan "
+        "models)",
+        arg));
+  }
   const std::string where =
       hub ? fmt::format("not in the catalog or the Hugging Face cache ('{}')",
                         hub->string())
