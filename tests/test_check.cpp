@@ -992,3 +992,19 @@ TEST_CASE("check: a file name that is not UTF-8 is a verdict, not exit 3",
       run_cli({"check", ds, "--model", "llama3-8b", "--gpus", "1xH100"});
   CHECK_THAT(text.out, Catch::Contains("check_name_\\xff.json"));
 }
+
+TEST_CASE(
+    "check: a companion file named from the repository root is found "
+    "above the config",
+    "[check]") {
+  // LLaMA-Factory's example names examples/deepspeed/ds_z3_config.json,
+  // relative to the repository root it is launched from: two folders above
+  // the YAML (tests/data/configs/llama-factory/).
+  const std::string file =
+      std::string(OOMPLAN_TEST_DATA) +
+      "/configs/llama-factory/examples/train_lora/qwen3_lora_sft_ds3.yaml";
+  const json doc = check_json({file, "--gpus", "8xH100"});
+  CHECK(doc["plans"][0]["included_files"] ==
+        json::array({"examples/deepspeed/ds_z3_config.json"}));
+  CHECK(doc["plans"][0]["setup"]["zero"] == 3);
+}

@@ -147,7 +147,8 @@ CheckRow check_plan(const LaunchPlan& launch, const CheckTarget& target,
     // Which files the plan comes from; a path a config names is read
     // relative to that config's folder, as the frameworks open it.
     row.notes.push_back(fmt::format(
-        "read with {} (a path a config names is looked up beside the config)",
+        "read with {} (a path a config names is looked up from the working "
+        "directory, then beside the config and in the folders above it)",
         fmt::join(launch.included_files, ", ")));
   }
   row.notes.insert(row.notes.end(), target.notes.begin(), target.notes.end());

@@ -66,16 +66,30 @@ CardSpec parse_card(const Catalog& catalog, const std::string& text,
           spec};
 }
 
+// A config names its companion files relative to where the job is launched,
+// usually its repository's root (LLaMA-Factory's examples say
+// `deepspeed: examples/deepspeed/ds_z3_config.json`): this many folders
+// above the config are tried.
+constexpr int k_launch_root_levels = 8;
+
 // Serves the files a launch config names (`deepspeed: ds_z3.json`): the path
 // as written against the working directory (where the framework resolves
-// it), then against the folder of the file that names it.
+// it), then against the folder of the file that names it and the folders
+// above it (the repository root the job is launched from).
 FileLoader file_loader() {
   return [](const std::string& path,
             const std::string& from) -> std::optional<std::string> {
     const fs::path named(path);
     std::vector<fs::path> tries = {named};
     if (named.is_relative()) {
-      tries.push_back(fs::path(from).parent_path() / named);
+      fs::path folder = fs::path(from).parent_path();
+      for (int level = 0; level <= k_launch_root_levels; ++level) {
+        tries.push_back(folder / named);
+        if (!folder.has_relative_path() || folder.parent_path() == folder) {
+          break;
+        }
+        folder = folder.parent_path();
+      }
     }
     for (const fs::path& candidate : tries) {
       std::error_code ec;
