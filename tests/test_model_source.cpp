@@ -116,12 +116,13 @@ TEST_CASE(
           .out);
   CHECK(doc["model"]["source"]["step"] == "mirror");
   CHECK(doc["model"]["source"]["detail"] == "TheBloke/Llama-2-7B-fp16");
-  // Case and the -hf suffix do not matter; a quantized repo is not a mirror.
+  // Case and the -hf suffix do not matter; a GGUF repository (llama.cpp's
+  // files, not a transformers checkpoint) is not a mirror.
   CHECK(run_env({"someone/LLAMA-2-7B", "--gpus", "1xH100"}, {}).code == 0);
-  const CliResult gptq =
-      run_env({"TheBloke/Llama-2-7B-GPTQ", "--gpus", "1xH100"}, {});
-  CHECK(gptq.code == 2);
-  CHECK(gptq.out.empty());
+  const CliResult gguf =
+      run_env({"TheBloke/Llama-2-7B-GGUF", "--gpus", "1xH100"}, {});
+  CHECK(gguf.code == 2);
+  CHECK(gguf.out.empty());
 
   // Two catalog models with the same repository name: ambiguous, exit 2.
   const fs::path dir = fs::path(OOMPLAN_TEST_OUTPUT) / "mirror_catalog";
@@ -262,4 +263,42 @@ TEST_CASE("model source: check plans a launch file's mirror and says so",
   CHECK(doc["plans"][0]["notes"].dump().find(
             "NousResearch/Meta-Llama-3.1-8B planned as llama-3.1-8b, same "
             "architecture") != std::string::npos);
+}
+
+TEST_CASE(
+    "model source: a pre-quantized copy is the catalog model with the "
+    "weights its name states",
+    "[model_source]") {
+  // LLaMA-Factory's examples/train_lora/llama3_lora_sft_awq.yaml names
+  // TechxGenus/Meta-Llama-3-8B-Instruct-AWQ; Qwen publishes -GPTQ-Int4.
+  const auto awq =
+      nlohmann::json::parse(run_env({"TechxGenus/Meta-Llama-3-8B-Instruct-AWQ",
+                                     "--gpus", "1xL4", "--json"},
+                                    {})
+                                .out);
+  CHECK(awq["model"]["name"] == "llama-3-8b");
+  CHECK(awq["setup"]["quant"] == "awq");
+  const auto bf16 = nlohmann::json::parse(
+      run_env({"llama-3-8b", "--gpus", "1xL4", "--json"}, {}).out);
+  const auto weights = [](const nlohmann::json& plan) {
+    for (const auto& c : plan["components"]) {
+      if (c["name"] == "weights") {
+        return c["bytes"].get<double>();
+      }
+    }
+    return 0.0;
+  };
+  // AWQ keeps the embeddings and lm_head in 16 bits: 2 x 128,256 x 4,096 x
+  // 2 B = 2,101,346,304 B; the 6,979,321,856 layer parameters take 4 bits +
+  // an fp16 scale and a 4-bit zero per group of 128: (4 + 16/128 + 4/128) / 8
+  // = 0.51953125 B each, 3,625,975,808 B; 5,727,322,112 B in all (norms
+  // aside), 36 % of bf16.
+  CHECK(weights(awq) == Approx(5.727e9).epsilon(0.005));
+  CHECK(weights(bf16) == Approx(16.06e9).epsilon(0.005));
+  const CliResult text =
+      run_env({"Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "--gpus", "1xL4"}, {});
+  CHECK(text.out.rfind("qwen2.5-7b (7.62B params, "
+                       "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 planned as "
+                       "qwen2.5-7b with gptq weights, same architecture)",
+                       0) == 0);
 }

@@ -295,11 +295,19 @@ void load_model(const Catalog& catalog, const std::string& arg,
   }
   // Only a Hub id is a mirror: "/tmp/Meta-Llama-3.1-70B-Instruct" is a
   // local path that is not there, not a copy of the catalog's model.
-  const std::vector<const Model*> mirrors =
-      is_repo_id(arg) ? mirror_candidates(catalog, arg)
-                      : std::vector<const Model*>{};
+  const std::vector<Mirror> mirrors =
+      is_repo_id(arg) ? mirror_candidates(catalog, arg) : std::vector<Mirror>{};
   if (mirrors.size() == 1) {
-    loaded.model = mirrors.front();
+    const Mirror& mirror = mirrors.front();
+    loaded.model = mirror.model;
+    if (mirror.quant != Quant::none) {
+      // A pre-quantized copy: the catalog's architecture with the weights its
+      // name states; the bf16 checkpoint's exact size no longer applies.
+      loaded.imported = *mirror.model;
+      loaded.imported.checkpoint_quant = mirror.quant;
+      loaded.imported.checkpoint_bytes = 0;
+      loaded.model = &loaded.imported;
+    }
     loaded.origin = {ModelStep::mirror, arg};
     return;
   }
@@ -309,7 +317,7 @@ void load_model(const Catalog& catalog, const std::string& arg,
       names += (i == 0                    ? ""
                 : i + 1 == mirrors.size() ? " and "
                                           : ", ") +
-               mirrors[i]->name;
+               mirrors[i].model->name;
     }
     throw Error(fmt::format(
         "'{}' could mirror {} (same repository name); name the catalog model, "

@@ -1125,17 +1125,52 @@ std::vector<std::string> suggestible_names(const Catalog& catalog,
   return names;
 }
 
+// A pre-quantized copy's suffix and the weights it holds, as the publishers
+// name them: Qwen's -AWQ, -GPTQ-Int4 / -GPTQ-Int8 (gptq 8-bit loads as int8,
+// hf_import.cpp quant_from_config), Neural Magic's -FP8(-Dynamic), unsloth's
+// -bnb-4bit (nf4 with double quantization in its quantization_config).
+struct QuantSuffix {
+  std::string_view suffix;
+  Quant quant;
+};
+constexpr std::array<QuantSuffix, 7> k_quant_suffixes = {{
+    {"-gptq-int4", Quant::gptq},
+    {"-gptq-int8", Quant::int8},
+    {"-gptq", Quant::gptq},
+    {"-awq", Quant::awq},
+    {"-fp8-dynamic", Quant::fp8},
+    {"-fp8", Quant::fp8},
+    {"-bnb-4bit", Quant::nf4},
+}};
+
+bool strip_suffix(std::string& key, std::string_view suffix) {
+  if (key.size() > suffix.size() &&
+      std::string_view(key).substr(key.size() - suffix.size()) == suffix) {
+    key.resize(key.size() - suffix.size());
+    return true;
+  }
+  return false;
+}
+
 // A repository name as mirrors vary it: the part after the last '/',
 // lower-case, without one trailing -hf, -fp16 or -bf16 (the conversions
-// mirrors add: NousResearch/Llama-2-7b-hf, TheBloke/Llama-2-7B-fp16).
-std::string repo_key(std::string_view id) {
+// mirrors add: NousResearch/Llama-2-7b-hf, TheBloke/Llama-2-7B-fp16) and,
+// when `quant` is given, one pre-quantization suffix, stored in *quant.
+std::string repo_key(std::string_view id, Quant* quant = nullptr) {
   const auto slash = id.rfind('/');
   std::string key =
       lower(slash == std::string_view::npos ? id : id.substr(slash + 1));
+  if (quant != nullptr) {
+    *quant = Quant::none;
+    for (const QuantSuffix& q : k_quant_suffixes) {
+      if (strip_suffix(key, q.suffix)) {
+        *quant = q.quant;
+        break;
+      }
+    }
+  }
   for (const std::string_view suffix : {"-hf", "-fp16", "-bf16"}) {
-    if (key.size() > suffix.size() &&
-        std::string_view(key).substr(key.size() - suffix.size()) == suffix) {
-      key.resize(key.size() - suffix.size());
+    if (strip_suffix(key, suffix)) {
       break;
     }
   }
@@ -1156,10 +1191,11 @@ const Model& find_model(const Catalog& catalog, std::string_view name) {
                                  echo(name)));
 }
 
-std::vector<const Model*> mirror_candidates(const Catalog& catalog,
-                                            std::string_view name) {
-  std::vector<const Model*> found;
-  const std::string key = repo_key(name);
+std::vector<Mirror> mirror_candidates(const Catalog& catalog,
+                                      std::string_view name) {
+  std::vector<Mirror> found;
+  Quant quant = Quant::none;
+  const std::string key = repo_key(name, &quant);
   if (key.empty()) {
     return found;
   }
@@ -1170,7 +1206,7 @@ std::vector<const Model*> mirror_candidates(const Catalog& catalog,
       same = same || repo_key(alias) == key;
     }
     if (same) {
-      found.push_back(&m);
+      found.push_back({&m, quant});
     }
   }
   return found;
@@ -1185,6 +1221,11 @@ std::string origin_phrase(const Model& model, const ModelOrigin& origin) {
     case ModelStep::hf_cache:
       return fmt::format("from the Hugging Face cache ({})", origin.detail);
     case ModelStep::mirror:
+      if (model.checkpoint_quant != Quant::none) {
+        return fmt::format(
+            "{} planned as {} with {} weights, same architecture",
+            origin.detail, model.name, quant_name(model.checkpoint_quant));
+      }
       return fmt::format("{} planned as {}, same architecture", origin.detail,
                          model.name);
   }

@@ -74,10 +74,17 @@ const Model& find_model(const Catalog& catalog, std::string_view name);
 // The catalog models `name` may be a mirror of: a Hugging Face id under
 // another org ("NousResearch/Llama-2-7b-hf") whose repository name equals,
 // case-insensitively and without a trailing -hf, -fp16 or -bf16, the
-// repository name of a model's HF id or of one of its names. Each model once,
-// in catalog order: the caller takes a single match and names several.
-std::vector<const Model*> mirror_candidates(const Catalog& catalog,
-                                            std::string_view name);
+// repository name of a model's HF id or of one of its names. A
+// pre-quantized copy ("TechxGenus/Meta-Llama-3-8B-Instruct-AWQ", -GPTQ-Int4,
+// -FP8, -bnb-4bit) matches too, with the weights its suffix names in
+// `quant` (Quant::none otherwise). Each model once, in catalog order: the
+// caller takes a single match and names several.
+struct Mirror {
+  const Model* model = nullptr;
+  Quant quant = Quant::none;
+};
+std::vector<Mirror> mirror_candidates(const Catalog& catalog,
+                                      std::string_view name);
 
 // How `model` was found, for the report's first line and check's notes:
 // "catalog", "from PATH", "from the Hugging Face cache (SNAPSHOT)" or
