@@ -295,6 +295,14 @@ TEST_CASE(
   // aside), 36 % of bf16.
   CHECK(weights(awq) == Approx(5.727e9).epsilon(0.005));
   CHECK(weights(bf16) == Approx(16.06e9).epsilon(0.005));
+  // axolotl's examples name hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16.
+  const auto nf4 = nlohmann::json::parse(
+      run_env({"hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", "--gpus",
+               "8xH100", "--json"},
+              {})
+          .out);
+  CHECK(nf4["model"]["name"] == "llama-3.1-405b");
+  CHECK(nf4["setup"]["quant"] == "nf4");
   const CliResult text =
       run_env({"Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "--gpus", "1xL4"}, {});
   CHECK(text.out.rfind("qwen2.5-7b (7.62B params, "

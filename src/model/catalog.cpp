@@ -1128,12 +1128,15 @@ std::vector<std::string> suggestible_names(const Catalog& catalog,
 // A pre-quantized copy's suffix and the weights it holds, as the publishers
 // name them: Qwen's -AWQ, -GPTQ-Int4 / -GPTQ-Int8 (gptq 8-bit loads as int8,
 // hf_import.cpp quant_from_config), Neural Magic's -FP8(-Dynamic), unsloth's
-// -bnb-4bit (nf4 with double quantization in its quantization_config).
+// -bnb-4bit and hugging-quants' / axolotl-quants' -BNB-NF4(-BF16) (nf4 with
+// double quantization in their quantization_config).
 struct QuantSuffix {
   std::string_view suffix;
   Quant quant;
 };
-constexpr std::array<QuantSuffix, 7> k_quant_suffixes = {{
+constexpr std::array<QuantSuffix, 9> k_quant_suffixes = {{
+    {"-bnb-nf4-bf16", Quant::nf4},
+    {"-bnb-nf4", Quant::nf4},
     {"-gptq-int4", Quant::gptq},
     {"-gptq-int8", Quant::int8},
     {"-gptq", Quant::gptq},
