@@ -947,3 +947,24 @@ TEST_CASE("launch: a docker compose file plans every vLLM service",
           read("c.yaml", "services:\n  web:\n    image: nginx\n");
         }).rfind("c.yaml: no compose service runs vLLM", 0) == 0);
 }
+
+TEST_CASE("launch: a compose service runs its entrypoint with its command",
+          "[launch]") {
+  // A published compose file: `entrypoint: ["vllm"]` with `command: [serve,
+  // MODEL, ...]` runs `vllm serve MODEL ...` (an entrypoint replaces the
+  // image's own, so the vllm/vllm-openai default no longer applies).
+  const auto plans = read("compose.yml",
+                          "services:\n"
+                          "  llm:\n"
+                          "    image: vllm/vllm-openai:latest\n"
+                          "    entrypoint: [\"vllm\"]\n"
+                          "    command: [\"serve\", \"Qwen/Qwen3-8B\", "
+                          "\"--max-model-len\", \"16384\"]\n"
+                          "  other:\n"
+                          "    image: vllm/vllm-openai:latest\n"
+                          "    entrypoint: /bin/sh\n"
+                          "    command: -c 'sleep infinity'\n");
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].model == "Qwen/Qwen3-8B");
+  CHECK(option(plans[0], "--max-model-len") == "16384");
+}

@@ -918,25 +918,37 @@ std::vector<LaunchPlan> read_compose(const Json& doc, const LaunchPlan& base) {
   std::vector<LaunchPlan> plans;
   const Json& services = doc["services"];
   for (const auto& [name, service] : services.items()) {
-    if (!service.is_object() || !service.contains("command")) {
+    if (!service.is_object() ||
+        (!service.contains("command") && !service.contains("entrypoint"))) {
       continue;
     }
     const std::string where = fmt::format("{}: services.{}", base.file, name);
-    const auto words = compose_words(service["command"], where);
-    if (!words) {
-      throw Error(
-          fmt::format("{}.command: is not a string or a list of words", where));
+    // The container runs entrypoint + command; an entrypoint replaces the
+    // image's own (compose-spec, "entrypoint": `entrypoint: ["vllm"]` with
+    // `command: [serve, MODEL, ...]` is `vllm serve MODEL ...`).
+    std::vector<std::string> words;
+    for (const char* key : {"entrypoint", "command"}) {
+      if (!service.contains(key)) {
+        continue;
+      }
+      const auto part = compose_words(service[key], where);
+      if (!part) {
+        throw Error(fmt::format("{}.{}: is not a string or a list of words",
+                                where, key));
+      }
+      words.insert(words.end(), part->begin(), part->end());
     }
     // The vllm/vllm-openai image's entrypoint is the server: command holds
     // its arguments (vLLM docs, deployment/docker); another image's command
     // runs `vllm serve` itself.
     const bool image =
-        service.contains("image") && service["image"].is_string() &&
+        !service.contains("entrypoint") && service.contains("image") &&
+        service["image"].is_string() &&
         service["image"].get<std::string>().find("vllm/vllm-openai") !=
             std::string::npos;
-    std::optional<Entry> entry = find_entry(*words);
+    std::optional<Entry> entry = find_entry(words);
     if (!entry && image) {
-      entry = Entry{*words, {}, true};
+      entry = Entry{words, {}, true};
     }
     if (!entry) {
       continue;
