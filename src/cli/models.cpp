@@ -38,13 +38,13 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-std::optional<std::string> set(const std::optional<std::string>& value) {
+std::optional<std::string> nonempty(const std::optional<std::string>& value) {
   return value && !value->empty() ? value : std::nullopt;
 }
 
 // "~/x" as os.path.expanduser reads it, with HOME.
 fs::path expand_home(const std::string& path, const Environment& env) {
-  const auto home = set(env.home);
+  const auto home = nonempty(env.home);
   if (home && (path == "~" || path.rfind("~/", 0) == 0)) {
     return fs::path(*home) / path.substr(std::min<std::size_t>(2, path.size()));
   }
@@ -258,17 +258,17 @@ bool load_from_cache(const fs::path& hub, const std::string& id,
 
 std::optional<fs::path> hub_cache_folder(const Environment& env) {
   for (const auto& value : {env.hf_hub_cache, env.huggingface_hub_cache}) {
-    if (const auto folder = set(value)) {
+    if (const auto folder = nonempty(value)) {
       return expand_home(*folder, env);
     }
   }
-  if (const auto hf_home = set(env.hf_home)) {
+  if (const auto hf_home = nonempty(env.hf_home)) {
     return expand_home(*hf_home, env) / "hub";
   }
-  if (const auto xdg = set(env.xdg_cache_home)) {
+  if (const auto xdg = nonempty(env.xdg_cache_home)) {
     return expand_home(*xdg, env) / "huggingface" / "hub";
   }
-  if (const auto home = set(env.home)) {
+  if (const auto home = nonempty(env.home)) {
     return fs::path(*home) / ".cache" / "huggingface" / "hub";
   }
   return std::nullopt;
