@@ -154,6 +154,10 @@ TEST_CASE("model source: an unknown name names the closest catalog models",
         "oomplan: error: unknown model 'lama3-70b' (not in the catalog); did "
         "you mean llama-3-70b or llama-2-70b? Otherwise pass a config.json "
         "path or a model folder\n");
+  // An empty name (a launch file's `model: ""`, `oomplan ""`) says so.
+  CHECK(run_env({"", "--gpus", "1xH100"}, {}).err ==
+        "oomplan: error: the model name is empty; give a catalog name (see "
+        "oomplan models), a Hugging Face id or a config.json path\n");
   // A path from another machine is not a misspelt name.
   const CliResult path = run_env(
       {"/data/weights/Llama3-8B-Chinese-Chat/", "--gpus", "1xH100"}, {});

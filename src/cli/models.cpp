@@ -276,6 +276,11 @@ std::optional<fs::path> hub_cache_folder(const Environment& env) {
 
 void load_model(const Catalog& catalog, const std::string& arg,
                 const Environment& env, LoadedModel& loaded) {
+  if (arg.empty()) {
+    throw Error(
+        "the model name is empty; give a catalog name (see oomplan models), "
+        "a Hugging Face id or a config.json path");
+  }
   std::error_code ec;
   const fs::path path(arg);
   if (fs::exists(path, ec)) {
