@@ -1443,3 +1443,30 @@ TEST_CASE("training: the reference forward's logits join the policy's",
   CHECK(dpo.moments[0].allocated_bytes - orpo.moments[0].allocated_bytes ==
         16'060'522'496);
 }
+
+TEST_CASE("training: the text table keeps its columns with reference_weights",
+          "[training]") {
+  // "reference_weights" (17 letters) is longer than the 14-wide name column
+  // of other plans: every row's GiB figure must still end in the same column.
+  const auto r = oomplan::test::run_cli(
+      {"llama3.1-8b", "--gpus", "8xH100", "--mode", "full", "--zero", "3",
+       "--objective", "dpo", "--seq", "2048"});
+  REQUIRE(r.code == 0);
+  std::istringstream in(r.out);
+  std::string line;
+  // The GiB and share columns are right-aligned: the " %" of every row of
+  // the table sits in one column.
+  std::vector<std::size_t> ends;
+  while (std::getline(in, line)) {
+    if (line.rfind("  ", 0) == 0 && line.find(" %") != std::string::npos) {
+      ends.push_back(line.find(" %"));
+    }
+    if (line.rfind("  capacity", 0) == 0) {
+      break;
+    }
+  }
+  REQUIRE(ends.size() >= 10);
+  CHECK(std::all_of(ends.begin(), ends.end(),
+                    [&](std::size_t e) { return e == ends.front(); }));
+  CHECK(r.out.find("  reference_weights ") != std::string::npos);
+}

@@ -508,22 +508,31 @@ namespace {
 // The per-GPU table: one row per component with its bar, the total, the
 // capacity and (with a reserve) the usable memory.
 void text_budget(Lines& put, const Budget& b) {
-  put(fmt::format("{:<16}{:>9}  {:>8}", "per GPU", "GiB", "of card"));
+  // The name column fits the longest name ("reference_weights" of a DPO
+  // plan), 14 at least, so the numbers stay aligned.
+  std::size_t width = 14;
   for (std::size_t i = 0; i < b.count; ++i) {
-    const Component& c = b.components[i];
-    // Formulas are in the JSON and Markdown; here they would wrap the table.
-    put(fmt::format("  {:<14}{:>9}  {:>8}  {}", c.name, gib(c.bytes),
-                    percent(c.bytes, b.capacity_bytes),
-                    bar(c.bytes, b.capacity_bytes)));
+    width = std::max(width, b.components[i].name.size() + 1);
   }
-  put(fmt::format("  {:<14}{:>9}  {:>8}  {}", "total", gib(b.total_bytes()),
-                  percent(b.total_bytes(), b.capacity_bytes),
-                  bar(b.total_bytes(), b.capacity_bytes)));
-  put(fmt::format("  {:<14}{:>9}  {:>8}", "capacity", gib(b.capacity_bytes),
-                  percent(b.capacity_bytes, b.capacity_bytes)));
+  put(fmt::format("{:<{}}{:>9}  {:>8}", "per GPU", width + 2, "GiB",
+                  "of card"));
+  const auto row = [&](std::string_view name, Bytes bytes, bool with_bar) {
+    std::string line =
+        fmt::format("  {:<{}}{:>9}  {:>8}", name, width, gib(bytes),
+                    percent(bytes, b.capacity_bytes));
+    if (with_bar) {
+      line += "  " + bar(bytes, b.capacity_bytes);
+    }
+    put(line);
+  };
+  for (std::size_t i = 0; i < b.count; ++i) {
+    // Formulas are in the JSON and Markdown; here they would wrap the table.
+    row(b.components[i].name, b.components[i].bytes, true);
+  }
+  row("total", b.total_bytes(), true);
+  row("capacity", b.capacity_bytes, false);
   if (b.usable_bytes != b.capacity_bytes) {
-    put(fmt::format("  {:<14}{:>9}  {:>8}", "usable", gib(b.usable_bytes),
-                    percent(b.usable_bytes, b.capacity_bytes)));
+    row("usable", b.usable_bytes, false);
   }
 }
 
