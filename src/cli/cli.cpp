@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -52,7 +53,8 @@ bool is_subcommand(CLI::App& app, const std::string& word) {
 
 // The whole command line: every subcommand and its options. `app` outlives
 // the commands (their closures hold the parsed values).
-Commands build(CLI::App& app, std::optional<std::string> only) {
+Commands build(CLI::App& app, std::optional<std::string> only,
+               std::optional<std::vector<std::string>> given = std::nullopt) {
   app.set_version_flag("--version", "oomplan 0.1.0");
   app.require_subcommand(1);
   app.footer(
@@ -62,11 +64,43 @@ Commands build(CLI::App& app, std::optional<std::string> only) {
   // A repeated option takes its last value, so a script can append overrides
   // to a fix's args.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  Commands commands(std::move(only));
+  Commands commands(std::move(only), std::move(given));
   add_plan_commands(app, commands);
   add_check_command(app, commands);
   add_diagnose_command(app, commands);
   return commands;
+}
+
+// The option names on the command line (without =VALUE); nullopt when it
+// asks for help, which lists every option.
+std::optional<std::vector<std::string>> given_options(
+    const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (const std::string& word : args) {
+    if (word == "--") {
+      break;  // what follows is positional
+    }
+    if (word.size() < 2 || word[0] != '-') {
+      continue;
+    }
+    std::string name = word.substr(0, word.find('='));
+    if (name == "-h" || name == "--help") {
+      return std::nullopt;
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+// `args` in oomplan's spellings, each option judged against `app`'s.
+std::vector<std::string> read_words(CLI::App& app,
+                                    const std::vector<std::string>& args,
+                                    bool global_flag) {
+  std::vector<std::string> words = vllm_spellings(app, args);
+  if (!global_flag) {
+    check_words(*app.get_subcommand(words.front()), words, 1);
+  }
+  return words;
 }
 
 // `oomplan help [COMMAND]` as `oomplan [COMMAND] --help`.
@@ -148,21 +182,33 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
     reject_command_typo(names, args);
     args.insert(args.begin(), "plan");
   }
-  CLI::App app{k_description, "oomplan"};
-  const Commands commands =
-      build(app, global_flag ? std::string() : args.front());
-  args = vllm_spellings(app, std::move(args));
-  if (!global_flag) {
-    check_words(*app.get_subcommand(args.front()), args, 1);
+  // The command that runs, first with only the setup options the command
+  // line names. A word that this smaller command does not take as written
+  // (an unknown option, vLLM's spelling) builds the whole command, so every
+  // message and did-you-mean sees every option.
+  const std::string only = global_flag ? std::string() : args.front();
+  auto app = std::make_unique<CLI::App>(k_description, "oomplan");
+  Commands commands = build(*app, only, given_options(args));
+  std::vector<std::string> words;
+  try {
+    words = read_words(*app, args, global_flag);
+  } catch (const Error&) {
+    words.clear();
   }
+  if (words != args) {
+    app = std::make_unique<CLI::App>(k_description, "oomplan");
+    commands = build(*app, only, std::nullopt);
+    words = read_words(*app, args, global_flag);
+  }
+  args = std::move(words);
 
   try {
     // CLI11 2.1.2 consumes the vector from the back.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
+    app->parse(reversed);
   } catch (const CLI::ExtrasError&) {
     // CLI11's message lists them last first; remaining() keeps their order.
-    const std::vector<std::string> extras = app.remaining(true);
+    const std::vector<std::string> extras = app->remaining(true);
     std::vector<std::string> shown;
     for (const std::string& word : extras) {
       shown.push_back(escape_for_message(word));
@@ -174,7 +220,7 @@ int dispatch(std::vector<std::string> args, Runtime& rt, std::ostream& out) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
       std::ostringstream help;
       std::ostringstream help_err;
-      app.exit(e, help, help_err);
+      app->exit(e, help, help_err);
       std::string text = help.str();
       if (!text.empty() && text.back() != '\n') {
         text += '\n';  // CLI11 prints the version without one

@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -73,8 +74,13 @@ struct Command {
 class Commands {
  public:
   // `only`: the subcommand to build in full; nullopt: all of them; "": none.
-  explicit Commands(std::optional<std::string> only)
-      : m_only(std::move(only)) {}
+  // `given`: the option names on the command line; the setup options
+  // (option_rows(), most of a command's options) are registered only when
+  // named there. nullopt: every option (help, docs, did-you-mean).
+  explicit Commands(
+      std::optional<std::string> only,
+      std::optional<std::vector<std::string>> given = std::nullopt)
+      : m_only(std::move(only)), m_given(std::move(given)) {}
 
   // The subcommand `name`; nullptr when it is not built in full (the caller
   // registers nothing more).
@@ -83,12 +89,19 @@ class Commands {
     CLI::App* app = root.add_subcommand(name, summary);
     return !m_only || *m_only == name ? app : nullptr;
   }
+  // Whether the setup option `flag` is registered.
+  bool wants(std::string_view flag) const {
+    return !m_given ||
+           std::find(m_given->begin(), m_given->end(), flag) != m_given->end();
+  }
+  bool complete() const { return !m_given; }
   void push_back(Command command) { m_list.push_back(std::move(command)); }
   auto begin() const { return m_list.begin(); }
   auto end() const { return m_list.end(); }
 
  private:
   std::optional<std::string> m_only;
+  std::optional<std::vector<std::string>> m_given;
   std::vector<Command> m_list;
 };
 
@@ -126,7 +139,8 @@ CLI::Option* add_switch(CLI::App& app, const std::string& flag, bool& on,
                         const std::string& help);
 
 // One CLI11 option per row of the option table, in its help group.
-void add_setup_options(CLI::App& app, SetupOptions& o);
+void add_setup_options(CLI::App& app, SetupOptions& o,
+                       const Commands& commands);
 // The setup the command line asks for: each given option parsed by its row.
 Setup read_setup(const SetupOptions& o);
 // The setup options given on the command line, as (flag, value) in table

@@ -351,7 +351,7 @@ void add_check_command(CLI::App& root, Commands& commands) {
                   "count wins over the files')")
       ->type_name("NxNAME")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
-  add_setup_options(*app, options->setup);
+  add_setup_options(*app, options->setup, commands);
   add_output_options(*app, options->output, {.prometheus = true});
   add_switch(*app, "--summary", options->summary,
              "also append the Markdown table to $GITHUB_STEP_SUMMARY")

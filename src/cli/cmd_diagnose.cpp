@@ -199,7 +199,7 @@ void add_diagnose_command(CLI::App& root, Commands& commands) {
                   "instance (p4de.24xlarge)")
       ->type_name("NxNAME")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
-  add_setup_options(*app, options->setup);
+  add_setup_options(*app, options->setup, commands);
   add_output_options(*app, options->output);
   app->footer(
       "Exit codes: 0 a message was found and explained, 1 the log holds no "

@@ -464,7 +464,7 @@ void add_plan(CLI::App& app, Commands& commands) {
       ->type_name("NxNAME")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
   add_framework_option(*plan, plan_options->framework);
-  add_setup_options(*plan, plan_options->setup);
+  add_setup_options(*plan, plan_options->setup, commands);
   add_output_options(*plan, plan_options->output,
                      {.svg = true, .prometheus = true});
   commands.push_back({plan, [plan_options, plan](Runtime& rt) {
@@ -484,7 +484,7 @@ void add_fit(CLI::App& app, Commands& commands) {
       ->type_name("GPU[,GPU...]")
       ->group(std::string(option_group_name(OptionGroup::hardware)));
   add_framework_option(*fit_app, fit_options->framework);
-  add_setup_options(*fit_app, fit_options->setup);
+  add_setup_options(*fit_app, fit_options->setup, commands);
   add_output_options(*fit_app, fit_options->output, {.svg = true});
   fit_app->add_option("--max-gpus", fit_options->max_gpus, "most GPUs to use")
       ->type_name("INT")

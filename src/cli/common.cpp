@@ -36,11 +36,12 @@ CLI::Option* add_switch(CLI::App& app, const std::string& flag, bool& on,
   });
 }
 
-void add_setup_options(CLI::App& app, SetupOptions& o) {
+void add_setup_options(CLI::App& app, SetupOptions& o,
+                       const Commands& commands) {
   const auto rows = option_rows();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const OptionRow& row = rows[i];
-    if (row.flag.empty() || row.parse == nullptr) {
+    if (row.flag.empty() || row.parse == nullptr || !commands.wants(row.flag)) {
       continue;
     }
     const std::string flag(row.flag);
