@@ -98,6 +98,15 @@ std::optional<Parsed> at_out_of_memory(const Text& x, std::size_t np) {
   }
   const std::size_t oom = np - 12;
   const std::size_t lb = line_begin(t, np);
+  // XLA's cuMemAllocAsync allocator quotes the CUDA error on its line.
+  if (const std::size_t async =
+          rfind_in(t, "cuMemAllocAsync failed to allocate", lb, oom);
+      async != k_npos) {
+    return run_xla(x, async);
+  }
+  if (const std::size_t ggml = find_in(t, "ggml_", lb, oom); ggml != k_npos) {
+    return run(t, ggml, parse_ggml);
+  }
   if (ends_before_ci(t, oom, "MPS backend ")) {
     return run(t, oom - 12, parse_mps);
   }
@@ -181,6 +190,14 @@ std::optional<Parsed> at_camel_oom(const Text& x, std::size_t np) {
     return run(t, lb + line.find("CUDA_ERROR_OUT_OF_MEMORY"),
                cuda_error("cuda"));
   }
+  // Vulkan's vk::Device::allocateMemory and Metal's command buffer, as
+  // llama.cpp's ggml logs them: the size is on the line before.
+  if (line.find("ErrorOutOfDeviceMemory") != k_npos ||
+      line.find("kIOGPUCommandBufferCallbackErrorOutOfMemory") != k_npos) {
+    const std::size_t size_line = rfind_in(
+        t, "Device memory allocation of size", lb > 400 ? lb - 400 : 0, lb);
+    return run(t, size_line != k_npos ? size_line : lb, parse_ggml);
+  }
   return std::nullopt;
 }
 
@@ -226,7 +243,7 @@ std::optional<Parsed> at_exhausted(const Text& x, std::size_t np) {
   probe.skip_word();
   probe.lit("exhausted");
   probe.lit("Error");
-  probe.lit(":");
+  skip_exhausted_tail(probe);
   static constexpr std::array<std::string_view, 8> k_next{
       "Out of memory",
       "Failed to allocate request",
@@ -279,12 +296,19 @@ std::optional<Parsed> parse_hit(const Text& x, std::size_t np, Hit hit) {
       const std::size_t s = rfind_in(t, "Failed to CUDA calloc", lb, np);
       return s == k_npos ? std::nullopt : run_nccl(t, s);
     }
-    case Hit::blas_alloc:
-      return run(t,
-                 np >= 3 && ends_before_ci(t, np, "HIP")
-                     ? np - 3
-                     : (np >= 2 ? np - 2 : np),
-                 parse_cublas);
+    case Hit::blas_alloc: {
+      std::size_t s = np >= 3 && ends_before_ci(t, np, "HIP")
+                          ? np - 3
+                          : (np >= 2 ? np - 2 : np);
+      // TensorFlow's stream executor: "failed to create cublas handle:
+      // CUBLAS_STATUS_ALLOC_FAILED" (cuda_blas.cc).
+      constexpr std::string_view k_tf_create =
+          "failed to create cublas handle: ";
+      if (ends_before_ci(t, s, k_tf_create)) {
+        s -= k_tf_create.size();
+      }
+      return run(t, s, parse_cublas);
+    }
     case Hit::exhausted:
       return at_exhausted(x, np);
     case Hit::tried_to_allocate: {

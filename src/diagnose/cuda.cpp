@@ -9,12 +9,42 @@ namespace oomplan::diag {
 // "CUDA error: out of memory" and its boilerplate; "cuda runtime error (2) :
 // out of memory at file:line" (PyTorch 0.x); driver "CUDA_ERROR_OUT_OF_MEMORY:
 // out of memory".
+// Frames of a Python traceback that run the model: the job's own work had
+// begun, so the CUDA context was made long before.
+bool traceback_runs_model(std::string_view before) {
+  for (const std::string_view frame :
+       {"in forward\n", "in backward\n", "in _call_impl\n",
+        "torch/nn/functional.py", "torch/nn/modules/",
+        "torch/autograd/__init__.py"}) {
+    if (before.find(frame) != k_npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void parse_cuda_error(Cursor& c, OomMessage& m, std::string_view device) {
   m.kind = OomKind::cuda_error;
   m.format = OomFormat::cuda_runtime;
   m.source = "cuda";
   m.device = device;
+  m.in_model_code = traceback_runs_model(c.text().substr(0, c.pos()));
   c.skip_past("out of memory", 64);
+  // ggml's CUDA check (llama.cpp, ollama): "current device: N, in function
+  // ggml_cuda_pool_malloc_vmm at FILE:LINE" and the failed call.
+  if (c.lit("current device:")) {
+    if (const auto idx = c.integer(); idx && *idx < 4096) {
+      m.gpu_index = static_cast<int>(*idx);
+    }
+    c.lit(",");
+    if (c.lit("in function") && c.word().starts_with("ggml_")) {
+      m.kind = OomKind::ggml_buffer;
+      m.format = OomFormat::other;
+      m.source = "llama.cpp";
+      c.skip_word();
+    }
+    return;
+  }
   c.lit("Search for `cudaErrorMemoryAllocation' in");
   if (c.lit("at")) {
     c.skip_word();
@@ -36,6 +66,10 @@ void parse_cublas(Cursor& c, OomMessage& m) {
   m.format = OomFormat::cublas;
   m.kind = OomKind::cublas;
   m.source = "cublas";
+  if (c.lit("failed to create cublas handle:")) {
+    m.kind = OomKind::cublas_create;
+    m.source = "tensorflow";
+  }
   if (c.lit("CUBLAS_STATUS_ALLOC_FAILED")) {
     m.device = "cuda";
   } else if (c.lit("HIPBLAS_STATUS_ALLOC_FAILED")) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +105,7 @@ class Cursor {
   Cursor(std::string_view text, std::size_t pos) : m_text(text), m_pos(pos) {}
 
   std::size_t pos() const { return m_pos; }
+  std::string_view text() const { return m_text; }
   void set(std::size_t pos) { m_pos = pos; }
   bool at_end() const { return skip_ws(m_pos) >= m_text.size(); }
   // Only spaces, then a line break or the end.
@@ -189,6 +191,24 @@ class Cursor {
     }
     m_pos = p;
     return d;
+  }
+
+  // Plain digits, no separators or decimals: a dimension of TensorFlow's
+  // "shape[128,128,109,109]", where a comma separates numbers. Saturates.
+  std::optional<std::int64_t> digits() {
+    std::size_t p = skip_ws(m_pos);
+    std::int64_t v = 0;
+    const std::size_t first = p;
+    for (; p < m_text.size() && is_digit(m_text[p]); ++p) {
+      const int d = m_text[p] - '0';
+      constexpr std::int64_t k_max = std::numeric_limits<std::int64_t>::max();
+      v = v > (k_max - d) / 10 ? k_max : v * 10 + d;
+    }
+    if (p == first) {
+      return std::nullopt;
+    }
+    m_pos = p;
+    return v;
   }
 
   std::optional<std::int64_t> integer() {

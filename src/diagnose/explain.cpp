@@ -17,8 +17,10 @@
 // unallocated; in 1.x U = reserved total - A):
 //   vllm_startup_free_memory, vllm_kv_cache, context_creation,
 //   fragmentation: U >= R and U >= 5 % of C and F < R,
-//   unknown: F >= R + max(5 % of C, 256 MiB),
-//   large_allocation: R >= 25 % of C,
+//   unknown: R < 1 MiB unless F < 2 MiB (far too small to be a lack of
+//     memory); F >= R + max(5 % of C, 256 MiB),
+//   large_allocation: R >= 25 % of C; R above the allocator's stated limit;
+//     R > F + P (more than freeing the whole process would give),
 //   other_processes: C - F - P >= 20 % of C when P is printed; else the
 //     listed processes sum to >= 20 % of C; else C - F - A - U >= 20 % of C
 //     and >= 2 GiB,
@@ -46,6 +48,11 @@ constexpr double k_frag_share = 0.05;
 constexpr double k_unknown_share = 0.05;
 constexpr double k_large_share = 0.25;
 constexpr double k_other_share = 0.20;
+// unknown, too: a request below 1 MiB cannot fail for lack of memory while
+// one 2 MiB segment is free (PyTorch serves requests <= kSmallSize = 1 MiB
+// from kSmallBuffer = 2 MiB segments, c10/cuda/CUDACachingAllocator.cpp).
+constexpr Bytes k_tiny_request = k_mib;
+constexpr Bytes k_small_segment = 2 * k_mib;
 
 using diag::size;
 
@@ -107,6 +114,25 @@ bool has_numbers(const OomMessage& m) {
          m.allocated_bytes;
 }
 
+// The job's own work had begun before message `m`: a progress line earlier
+// in the log, or a traceback above it that runs the model.
+bool activity_before(const LogContext& ctx, const OomMessage& m) {
+  return m.in_model_code ||
+         (ctx.first_activity_line && *ctx.first_activity_line < m.line);
+}
+
+// Why the work had begun, citing the line that shows it.
+std::string activity_text(const LogContext& ctx, const OomMessage& m) {
+  if (ctx.first_activity_line && *ctx.first_activity_line < m.line) {
+    return fmt::format("the job had been working since line {}",
+                       *ctx.first_activity_line);
+  }
+  return fmt::format(
+      "the traceback above line {} runs the model (forward, backward or a "
+      "torch.nn op)",
+      m.line);
+}
+
 struct Verdict {
   OomCause cause = OomCause::shortfall;
   std::vector<std::string> evidence;
@@ -135,6 +161,23 @@ std::optional<Finding> fragmentation(const OomMessage& /*m*/,
       {fmt::format("the cached {} is {} of the {} card (≥ 5 %), but no free "
                    "block in it is large enough for {}",
                    size(*n.u), pct(*n.u, *n.c), size(*n.c), size(*n.r))}};
+}
+
+// unknown: R < 1 MiB while F ≥ 2 MiB (or F not stated): no lack of memory
+// makes a request that small fail; an earlier error does.
+std::optional<Finding> tiny_request(const OomMessage& /*m*/, const Numbers& n) {
+  if (!n.r || *n.r >= k_tiny_request || (n.f && *n.f < k_small_segment)) {
+    return std::nullopt;
+  }
+  return Finding{
+      OomCause::unknown,
+      fmt::format(
+          "a {} request{} is far too small to fail for lack of memory",
+          size(*n.r),
+          n.f ? fmt::format(" with {} free", size(*n.f)) : std::string()),
+      {"such a failure comes from an earlier error that left the CUDA "
+       "context unusable (a device-side assert, an illegal memory access), "
+       "a driver or MIG limit, or an allocator cap"}};
 }
 
 // unknown: F ≥ R + max(5 % of C, 256 MiB): the numbers do not explain the
@@ -169,10 +212,35 @@ std::optional<Finding> unknown(const OomMessage& m, const Numbers& n) {
   return found;
 }
 
-// large_allocation: R ≥ 25 % of C.
+// large_allocation without R ≥ 25 % of C: R above the allocator's stated
+// limit, or above F + P (freeing all the process holds would not make room).
+std::optional<Finding> beyond_what_could_be_free(const OomMessage& m,
+                                                 const Numbers& n) {
+  if (m.allowed_bytes && *n.r > *m.allowed_bytes) {
+    return Finding{OomCause::large_allocation,
+                   fmt::format("the {} request is larger than the allocator's "
+                               "whole {} limit",
+                               size(*n.r), size(*m.allowed_bytes)),
+                   {}};
+  }
+  if (n.f && n.p && *n.r > *n.f + *n.p) {
+    return Finding{
+        OomCause::large_allocation,
+        fmt::format("the {} request is more than the {} free plus the {} this "
+                    "process holds",
+                    size(*n.r), size(*n.f), size(*n.p)),
+        {}};
+  }
+  return std::nullopt;
+}
+
+// large_allocation: R ≥ 25 % of C; else R beyond what could ever be free.
 std::optional<Finding> large_allocation(const OomMessage& m, const Numbers& n) {
-  if (!(n.r && n.c && *n.r >= share_of(k_large_share, *n.c))) {
+  if (!n.r) {
     return std::nullopt;
+  }
+  if (!(n.c && *n.r >= share_of(k_large_share, *n.c))) {
+    return beyond_what_could_be_free(m, n);
   }
   Finding found{
       OomCause::large_allocation,
@@ -313,8 +381,8 @@ Finding shortfall(const OomMessage& m, const Numbers& n) {
 // DESIGN §2's numeric rules in their order; the first that matches wins,
 // else shortfall.
 using Rule = std::optional<Finding> (*)(const OomMessage&, const Numbers&);
-constexpr std::array<Rule, 4> k_numeric_rules = {
-    fragmentation, unknown, large_allocation, other_processes};
+constexpr std::array<Rule, 5> k_numeric_rules = {
+    fragmentation, tiny_request, unknown, large_allocation, other_processes};
 
 // The numeric rules (fragmentation .. shortfall) on one message. The
 // evidence: the rule's headline, the note on an ignored P, its details.
@@ -403,10 +471,6 @@ Verdict vllm_rules(const OomMessage& m, const LogContext& ctx) {
   return v;
 }
 
-bool activity_before(const LogContext& ctx, const OomMessage& m) {
-  return ctx.first_activity_line && *ctx.first_activity_line < m.line;
-}
-
 Verdict classify(const Diagnosis& d) {
   const OomMessage& m = d.messages.front();
   if (m.format == OomFormat::vllm) {
@@ -417,6 +481,15 @@ Verdict classify(const Diagnosis& d) {
     v.evidence.push_back(
         "cuBLAS could not allocate the workspace for its handle "
         "(cublasCreate): the first matrix multiply on this GPU found no room");
+    if (m.source == "tensorflow") {
+      // tensorflow/core/common_runtime/gpu/gpu_device.cc: without
+      // allow_growth the BFC allocator reserves nearly all free memory at
+      // start-up, before cuBLAS asks for its own.
+      v.evidence.push_back(
+          "TensorFlow reserves nearly all free GPU memory at start-up unless "
+          "memory growth is on, so cuBLAS finds none left; or another process "
+          "holds the GPU");
+    }
     return v;
   }
   if (m.kind == OomKind::nccl) {
@@ -461,6 +534,12 @@ Verdict classify(const Diagnosis& d) {
     return v;
   }
   Verdict v{OomCause::shortfall, {}};
+  if (m.kind == OomKind::ggml_buffer) {
+    v.evidence.push_back(
+        "llama.cpp could not allocate one of its buffers (weights, KV cache, "
+        "compute or pool): the offloaded layers and the context do not fit "
+        "beside what the GPU already holds");
+  }
   if (m.kind == OomKind::bitsandbytes) {
     v.evidence.push_back(
         "bitsandbytes' own CUDA call ran out of memory (its paged optimizers "
@@ -468,9 +547,8 @@ Verdict classify(const Diagnosis& d) {
   }
   if (activity_before(d.context, m)) {
     v.evidence.push_back(fmt::format(
-        "the message states no numbers; the job had been working since line "
-        "{}, so its own memory filled the GPU",
-        *d.context.first_activity_line));
+        "the message states no numbers; {}, so its own memory filled the GPU",
+        activity_text(d.context, m)));
   } else {
     v.evidence.push_back("the message states no numbers");
   }
@@ -609,6 +687,67 @@ constexpr FixText k_8bit_optimizer{
     "8-bit-optimizer", "Keep AdamW's states in 8 bits",
     "optim=\"adamw_bnb_8bit\"",
     "6 bytes per parameter less; rarely an accuracy cost"};
+
+// TensorFlow: memory growth instead of reserving nearly all free memory at
+// start-up. TF_FORCE_GPU_ALLOW_GROWTH is read by TF 1.14+ and 2.x
+// (tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.cc
+// GetAllowGrowthValue); set_memory_growth is TF 2's API, allow_growth and
+// per_process_gpu_memory_fraction TF 1's GPUOptions (config.proto).
+constexpr FixText k_tf_memory_growth{
+    "tf-memory-growth",
+    "Let TensorFlow allocate as it goes instead of reserving the whole GPU",
+    "TF_FORCE_GPU_ALLOW_GROWTH=true (TF 2: tf.config.experimental."
+    "set_memory_growth(gpu, True); TF 1: config.gpu_options.allow_growth = "
+    "True)",
+    "none; memory can fragment over a long run"};
+constexpr FixText k_tf_memory_fraction{
+    "tf-memory-fraction",
+    "Cap TensorFlow's share and leave room for cuBLAS, cuDNN and other "
+    "processes",
+    "TF 1: config.gpu_options.per_process_gpu_memory_fraction = 0.8 (TF 2: "
+    "tf.config.set_logical_device_configuration(gpu, [tf.config."
+    "LogicalDeviceConfiguration(memory_limit=MiB)]))",
+    "TensorFlow's tensors get that much less"};
+// JAX preallocates 75 % of the GPU at the first op (jax docs, "GPU memory
+// allocation"); with preallocation off it allocates on demand.
+constexpr FixText k_xla_no_preallocate{
+    "xla-no-preallocate",
+    "Stop JAX from reserving 75 % of every GPU at start-up",
+    "XLA_PYTHON_CLIENT_PREALLOCATE=false",
+    "allocations on demand: a little slower, may fragment"};
+
+// llama.cpp (tools/server/README.md, common/arg.cpp) and ollama
+// (docs/faq.md, envconfig/config.go): the knobs that size ggml's buffers.
+constexpr FixText k_ggml_fewer_layers{
+    "fewer-gpu-layers", "Offload fewer layers to the GPU",
+    "llama.cpp: -ngl <fewer>; ollama: num_gpu <fewer> (PARAMETER num_gpu, or "
+    "\"options\": {\"num_gpu\": N})",
+    "the layers left on the CPU run there: fewer tokens per second"};
+constexpr FixText k_ggml_smaller_context{
+    "smaller-context", "Use a smaller context: the KV cache grows with it",
+    "llama.cpp: -c 4096; ollama: num_ctx 4096 (OLLAMA_CONTEXT_LENGTH=4096)",
+    "longer prompts are truncated"};
+constexpr FixText k_ggml_flash_attention{
+    "flash-attention",
+    "Turn on flash attention: a smaller compute buffer per token",
+    "llama.cpp: -fa on (older builds: -fa); ollama: OLLAMA_FLASH_ATTENTION=1",
+    "none on GPUs that support it"};
+constexpr FixText k_ggml_kv_q8{
+    "kv-cache-q8", "Store the KV cache in 8 bits (needs flash attention)",
+    "llama.cpp: -ctk q8_0 -ctv q8_0; ollama: OLLAMA_KV_CACHE_TYPE=q8_0",
+    "half the KV cache; a small accuracy cost"};
+constexpr FixText k_ollama_overhead{
+    "ollama-gpu-overhead",
+    "Reserve VRAM that ollama's estimate leaves out (display, other apps)",
+    "OLLAMA_GPU_OVERHEAD=1073741824 (bytes per GPU)",
+    "ollama offloads fewer layers"};
+constexpr FixText k_ollama_one_model{
+    "ollama-one-model", "Keep one model loaded at a time",
+    "OLLAMA_MAX_LOADED_MODELS=1", "switching models reloads them"};
+constexpr FixText k_launch_blocking{
+    "find-first-error", "Find the first error: the failed call may not be it",
+    "CUDA_LAUNCH_BLOCKING=1 (then the earliest error in the log)",
+    "slower, for one run"};
 
 // The allocator variable to set. PyTorch 2.9 renamed it PYTORCH_ALLOC_CONF
 // and prints that name, but 2.9.1 ignores expandable_segments there on CUDA
@@ -770,6 +909,9 @@ void large_allocation_fixes(FixList& l, const OomMessage& /*m*/,
 }
 
 void unknown_fixes(FixList& l, const OomMessage& m, const LogContext& /*ctx*/) {
+  if (m.requested_bytes && *m.requested_bytes < k_tiny_request) {
+    l.add(k_launch_blocking);
+  }
   l.add(k_memory_snapshot);
   l.add(m.allowed_bytes ? k_raise_memory_fraction : k_check_limits);
   l.add("expandable-segments",
@@ -806,8 +948,44 @@ constexpr std::array k_cause_fixes = {
     CauseFixes{OomCause::shortfall, shortfall_fixes},
 };
 
+// llama.cpp and ollama: their own knobs, whatever the cause. A buffer
+// that failed at load (it states its size) asks for fewer offloaded layers
+// first; a pool or KV cache that grew while serving, for a smaller context.
+void ggml_fixes(FixList& l, const OomMessage& m) {
+  if (m.requested_bytes) {
+    l.add(k_ggml_fewer_layers);
+    l.add(k_ggml_smaller_context);
+  } else {
+    l.add(k_ggml_smaller_context);
+    l.add(k_ggml_fewer_layers);
+  }
+  l.add(k_ggml_flash_attention);
+  l.add(k_ggml_kv_q8);
+  l.add(k_ollama_overhead);
+  l.add(k_ollama_one_model);
+}
+
+// The stack's own first fixes where it reserves memory up front: TensorFlow
+// and JAX, when something else needed room (cuBLAS, another process).
+void stack_fixes(FixList& l, OomCause cause, const OomMessage& m) {
+  const bool room =
+      cause == OomCause::context_creation || cause == OomCause::other_processes;
+  if (m.source == "tensorflow" && room) {
+    l.add(k_tf_memory_growth);
+    l.add(k_tf_memory_fraction);
+  }
+  if (m.source == "xla" && room) {
+    l.add(k_xla_no_preallocate);
+  }
+}
+
 FixList fixes_for(OomCause cause, const OomMessage& m, const LogContext& ctx) {
   FixList l;
+  if (m.source == "llama.cpp") {
+    ggml_fixes(l, m);
+    return l;
+  }
+  stack_fixes(l, cause, m);
   for (const CauseFixes& row : k_cause_fixes) {
     if (row.cause == cause) {
       row.add(l, m, ctx);

@@ -38,6 +38,14 @@ void parse_cuda_error(Cursor& c, OomMessage& m, std::string_view device);
 // another cuBLAS function.
 void parse_cublas(Cursor& c, OomMessage& m);
 
+// --- ggml.cpp
+
+// llama.cpp's ggml backends: "allocating X MiB on device N: cudaMalloc
+// failed: out of memory", "failed to allocate X of pinned memory", Vulkan's
+// "Device memory allocation of size N failed." / ErrorOutOfDeviceMemory,
+// Metal's kIOGPUCommandBufferCallbackErrorOutOfMemory.
+void parse_ggml(Cursor& c, OomMessage& m);
+
 // --- nccl.cpp
 
 // "Cuda failure 'out of memory'" merged with a "Failed to CUDA calloc N
@@ -51,6 +59,10 @@ void parse_nccl(std::string_view t, Cursor& c, OomMessage& m);
 // (a glog source path under tensorflow/ names TensorFlow).
 void parse_xla(std::string_view t, Cursor& c, OomMessage& m,
                std::string_view prefix);
+// After RESOURCE_EXHAUSTED / ResourceExhaustedError: ":", TensorFlow 1's
+// " (see above for traceback):", or the coordinator's "<class '...
+// ResourceExhaustedError'>,".
+void skip_exhausted_tail(Cursor& c);
 // The exact byte count XLA and TensorFlow print after a human-readable size:
 // "2.99GiB (3206250496B)", "890.06M (933298432 bytes)", "16.00GiB (rounded
 // to 17179869184)"; the cursor stays when there is none.

@@ -430,7 +430,8 @@ struct LogScanner::Impl {
     if (ends_before_ci(s, m, "out of ")) {
       return Hit::out_of_memory;
     }
-    if (ends_before_ci(s, m, "OutOf") || ends_before_ci(s, m, "OUT_OF_")) {
+    if (ends_before_ci(s, m, "OutOf") || ends_before_ci(s, m, "OUT_OF_") ||
+        ends_before_ci(s, m, "OutOfDevice")) {
       return Hit::camel_oom;
     }
     if (ends_before_ci(s, m, "available ")) {

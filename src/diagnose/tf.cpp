@@ -1,6 +1,7 @@
 #include "diagnose/grammars.hpp"
 
 #include <algorithm>
+#include <array>
 
 // TensorFlow's runtime and the allocators TensorFlow and XLA share (TSL's
 // BFC allocator, the stream executor), after RESOURCE_EXHAUSTED. Where the
@@ -13,20 +14,58 @@
 namespace oomplan::diag {
 namespace {
 
-Bytes dtype_size(std::string_view type) {
-  if (type == "float" || type == "int32" || type == "uint32") {
-    return 4;
-  }
-  if (type == "half" || type == "bfloat16" || type == "int16") {
-    return 2;
-  }
-  if (type == "double" || type == "int64" || type == "uint64") {
-    return 8;
-  }
-  if (type == "int8" || type == "uint8" || type == "bool") {
-    return 1;
+// Bits per element of the type names TensorFlow prints (DataTypeString,
+// tensorflow/core/framework/types.cc); 0: not a fixed-size type (string,
+// resource, variant).
+int dtype_bits(std::string_view type) {
+  struct Row {
+    std::string_view name;
+    int bits;
+  };
+  static constexpr std::array<Row, 27> k_types{{
+      {"float", 32},
+      {"double", 64},
+      {"half", 16},
+      {"bfloat16", 16},
+      {"int8", 8},
+      {"uint8", 8},
+      {"int16", 16},
+      {"uint16", 16},
+      {"int32", 32},
+      {"uint32", 32},
+      {"int64", 64},
+      {"uint64", 64},
+      {"bool", 8},
+      {"complex64", 64},
+      {"complex128", 128},
+      {"qint8", 8},
+      {"quint8", 8},
+      {"qint16", 16},
+      {"quint16", 16},
+      {"qint32", 32},
+      {"float8_e5m2", 8},
+      {"float8_e4m3fn", 8},
+      {"float8_e4m3fnuz", 8},
+      {"float8_e5m2fnuz", 8},
+      {"float8_e4m3b11fnuz", 8},
+      {"int4", 4},
+      {"uint4", 4},
+  }};
+  for (const Row& row : k_types) {
+    if (row.name == type) {
+      return row.bits;
+    }
   }
   return 0;
+}
+
+// elements × bits / 8, rounded up to the byte (int4 packs two per byte),
+// saturating.
+Bytes tensor_bytes(Bytes elements, int bits) {
+  if (elements > k_max_size / bits) {
+    return k_max_size;
+  }
+  return std::min(k_max_size, (elements * bits + 7) / 8);
 }
 
 }  // namespace
@@ -38,8 +77,10 @@ bool tf_tensor_shape(Cursor& c, OomMessage& m) {
   }
   Bytes elements = 1;
   bool ok = true;
-  for (int dim = 0; dim < 16; ++dim) {
-    const auto n = c.integer();
+  // Dimensions are plain digits: "shape[128,128,109,109]" is four numbers,
+  // not 128,128,109,109 read with thousands separators.
+  for (int dim = 0; dim < 64; ++dim) {
+    const auto n = c.digits();
     if (!n) {
       ok = false;
       break;
@@ -51,10 +92,10 @@ bool tf_tensor_shape(Cursor& c, OomMessage& m) {
     }
   }
   if (ok && c.lit("]") && c.lit("and type")) {
-    const Bytes per = dtype_size(c.word());
+    const int bits = dtype_bits(c.word());
     c.skip_word();
-    if (per > 0) {
-      m.requested_bytes = std::min(k_max_size, elements * per);
+    if (bits > 0) {
+      m.requested_bytes = tensor_bytes(elements, bits);
     }
   }
   if (c.skip_past("device:GPU:", 80)) {

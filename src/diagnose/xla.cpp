@@ -92,6 +92,58 @@ bool xla_memory_space(Cursor& c, OomMessage& m) {
   return true;
 }
 
+// XLA's asynchronous allocator (stream_executor/gpu/
+// gpu_cudamallocasync_allocator.cc): "cuMemAllocAsync failed to allocate N
+// bytes: CUDA error: out of memory (CUDA_ERROR_OUT_OF_MEMORY)" and, on the
+// next line, "Reported by CUDA: Free memory/Total memory: F/T" in bytes.
+bool xla_async(Cursor& c, OomMessage& m) {
+  if (!c.lit("cuMemAllocAsync failed to allocate")) {
+    return false;
+  }
+  m.device = "cuda";
+  if (const auto n = c.integer()) {
+    m.requested_bytes = std::min<Bytes>(k_max_size, *n);
+    c.lit("bytes");
+  }
+  c.lit(":");
+  if (c.skip_past("out of memory", 40)) {
+    c.lit("(CUDA_ERROR_OUT_OF_MEMORY)");
+  }
+  if (c.lit("Reported by CUDA:") && c.lit("Free memory/Total memory:")) {
+    const auto free = c.integer();
+    const auto total = c.lit("/") ? c.integer() : std::nullopt;
+    if (free && total && *free <= *total) {
+      m.free_bytes = std::min<Bytes>(k_max_size, *free);
+      m.capacity_bytes = std::min<Bytes>(k_max_size, *total);
+    }
+  }
+  return true;
+}
+
+// The allocator's limit, anywhere in the window: the BFC summary's
+// "memory_limit_: N" (tsl/framework/bfc_allocator.cc, bytes or a
+// human-readable size), or XLA's scheduler "exceeds the base limit (N)"
+// (service/gpu/gpu_hlo_schedule.cc).
+void xla_limit(std::string_view t, OomMessage& m) {
+  for (const std::string_view phrase :
+       {std::string_view("memory_limit_:"),
+        std::string_view("exceeds the base limit (")}) {
+    const std::size_t at = find_in(t, phrase, 0, t.size());
+    if (at == k_npos) {
+      continue;
+    }
+    Cursor c(t, at + phrase.size());
+    std::optional<Bytes> limit = c.size();
+    if (!limit) {
+      limit = c.integer();
+    }
+    if (limit && *limit > 0) {
+      m.allowed_bytes = std::min<Bytes>(k_max_size, *limit);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 // The exact byte count XLA prints after a human-readable size:
@@ -119,6 +171,13 @@ std::optional<Bytes> exact_bytes_after(Cursor& c) {
   return std::nullopt;
 }
 
+void skip_exhausted_tail(Cursor& c) {
+  c.lit("(see above for traceback)");
+  if (!c.lit(":") && c.lit("'>")) {
+    c.lit(",");
+  }
+}
+
 void parse_xla(std::string_view t, Cursor& c, OomMessage& m,
                std::string_view prefix) {
   m.kind = OomKind::xla_allocation;
@@ -131,13 +190,14 @@ void parse_xla(std::string_view t, Cursor& c, OomMessage& m,
   }
   if (c.lit("RESOURCE_EXHAUSTED") || c.lit("ResourceExhaustedError") ||
       c.lit("Resource exhausted")) {
-    c.lit(":");
+    skip_exhausted_tail(c);
   }
   if (c.lit("XLA:TPU compile permanent error.")) {
     m.kind = OomKind::xla_compile;
     m.device = "tpu";
   }
-  if (xla_out_of_memory(c, m) || xla_failed_request(c, m) ||
+  xla_limit(t, m);
+  if (xla_async(c, m) || xla_out_of_memory(c, m) || xla_failed_request(c, m) ||
       xla_memory_space(c, m) || tf_tensor_shape(c, m) ||
       tf_bfc(t, line, c, m)) {
     return;

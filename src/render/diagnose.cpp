@@ -61,6 +61,9 @@ std::string_view format_title(const OomMessage& m) {
   if (m.kind == OomKind::mps_allocator) {
     return "PyTorch MPS";
   }
+  if (m.source == "llama.cpp") {
+    return "llama.cpp";
+  }
   return "other";
 }
 
@@ -77,6 +80,10 @@ std::string where(const OomMessage& m) {
     dev = "MPS";
   } else if (m.device == "tpu") {
     dev = "TPU";
+  } else if (m.device == "vulkan") {
+    dev = "Vulkan";
+  } else if (m.device == "metal") {
+    dev = "Metal";
   } else if (m.device == "host") {
     dev = "host memory";
   }

@@ -65,6 +65,8 @@ enum class OomKind {
   vllm_startup_free_memory,  // "Free memory on device ... on startup"
   deepspeed_workspace,       // DeepSpeed inference workspace
   bitsandbytes,              // bitsandbytes' CUDA_CHECK_RETURN
+  ggml_buffer,               // llama.cpp/ggml: a weights, KV-cache, compute
+                             // or pool buffer (CUDA, HIP, Vulkan, Metal)
   generic,                   // "out of memory" near a GPU word, no grammar
 };
 
@@ -110,6 +112,9 @@ struct OomMessage {
   // The allocator variable the message suggests (PYTORCH_CUDA_ALLOC_CONF,
   // PYTORCH_HIP_ALLOC_CONF, PYTORCH_ALLOC_CONF); empty when none.
   std::string_view alloc_conf_env;
+  // The traceback above the message runs the model (forward, backward, a
+  // torch.nn op): the job's own work had begun.
+  bool in_model_code = false;
   // The first 300 characters of the message, prefixes removed, whitespace
   // collapsed, valid UTF-8.
   std::string text;
