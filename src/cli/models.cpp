@@ -6,6 +6,7 @@
 #include "cli/cli_internal.hpp"
 #include "cli/io.hpp"
 
+#include "oomplan/util/text.hpp"
 #include "oomplan/util/error.hpp"
 
 #include <fmt/format.h>
@@ -29,14 +30,6 @@ namespace fs = std::filesystem;
 // another case stops after this many entries (a hub cache with more models
 // than this is a file server, not a cache).
 constexpr std::size_t k_max_cache_entries = 100'000;
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::optional<std::string> nonempty(const std::optional<std::string>& value) {
   return value && !value->empty() ? value : std::nullopt;

@@ -489,10 +489,12 @@ constexpr std::array k_run_rows = {
 // cpo_config.py, dpo_config.py).
 constexpr std::array k_kto_markers = {"desirable_weight", "undesirable_weight"};
 constexpr std::array k_cpo_markers = {"cpo_alpha", "simpo_gamma"};
+// DPOConfig's keys that change memory (read by set_objective and the
+// reader), and those that do not.
+constexpr std::array k_dpo_ref_markers = {"precompute_ref_log_probs",
+                                          "ref_model_init_kwargs"};
 constexpr std::array k_dpo_markers = {
-    "precompute_ref_log_probs",
     "precompute_ref_batch_size",
-    "ref_model_init_kwargs",
     "rpo_alpha",
     "ref_adapter_name",
     "model_adapter_name",
@@ -522,7 +524,8 @@ constexpr std::array k_rl_markers = {
     RlMarker{"reward_model_path", "PPO"},
     RlMarker{"center_rewards_coefficient", "reward-model"},
 };
-// The other preference keys: they do not change memory.
+// The other preference keys: they do not change memory (nor do the KTO,
+// CPO and DPO-only markers above).
 constexpr std::array k_preference_unused = {
     "beta",
     "label_smoothing",
@@ -533,24 +536,6 @@ constexpr std::array k_preference_unused = {
     "disable_dropout",
     "generate_during_eval",
     "is_encoder_decoder",
-    "desirable_weight",
-    "undesirable_weight",
-    "cpo_alpha",
-    "simpo_gamma",
-    "rpo_alpha",
-    "ref_adapter_name",
-    "model_adapter_name",
-    "sync_ref_model",
-    "ref_model_sync_steps",
-    "ref_model_mixup_alpha",
-    "reference_free",
-    "f_divergence_type",
-    "f_alpha_divergence_coef",
-    "use_weighting",
-    "loss_weights",
-    "ld_alpha",
-    "force_use_ref_model",
-    "precompute_ref_batch_size",
     "use_logits_to_keep",
     "tools",
 };
@@ -605,8 +590,10 @@ void detect_trl_objective(HfTrainer& s) {
     s.objective = by_loss, key = "loss_type";
   } else if (const char* c = first_present(s.keys, k_cpo_markers)) {
     s.objective = "simpo", key = c;
-  } else if (const char* d = first_present(s.keys, k_dpo_markers)) {
+  } else if (const char* d = first_present(s.keys, k_dpo_ref_markers)) {
     s.objective = "dpo", key = d;
+  } else if (const char* o = first_present(s.keys, k_dpo_markers)) {
+    s.objective = "dpo", key = o;
   } else if (const auto named = objective_of_name(s.plan.file);
              !named.empty() && (s.keys.has("beta") || !by_loss.empty())) {
     s.objective = named, key = s.keys.has("beta") ? "beta" : "loss_type";
@@ -619,6 +606,9 @@ void detect_trl_objective(HfTrainer& s) {
   }
   if (s.objective != "sft") {
     mark_unused_keys(s.keys, k_preference_unused);
+    mark_unused_keys(s.keys, k_kto_markers);
+    mark_unused_keys(s.keys, k_cpo_markers);
+    mark_unused_keys(s.keys, k_dpo_markers);
     s.keys.unused_children("ref_model_init_kwargs");
     set_objective(s.plan, s.objective, key);
     // Preference losses gather per-token log-probs from the whole logits

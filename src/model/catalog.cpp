@@ -57,18 +57,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower_char(a[i]) != lower_char(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::string echo(std::string_view s) {
   return escape_for_message(s);
 }

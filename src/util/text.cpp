@@ -173,4 +173,14 @@ std::string shell_word(const std::string& word) {
   return quoted + "'";
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           const auto lo = [](char c) {
+             return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+           };
+           return lo(x) == lo(y);
+         });
+}
+
 }  // namespace oomplan

@@ -36,4 +36,7 @@ std::string inert_text(std::string_view text, bool keep_colour);
 // Quotes `word` for a POSIX shell when it holds anything but safe characters.
 std::string shell_word(const std::string& word);
 
+// ASCII case-insensitive equality (model, GPU and folder names).
+bool iequals(std::string_view a, std::string_view b);
+
 }  // namespace oomplan
