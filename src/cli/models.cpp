@@ -6,8 +6,8 @@
 #include "cli/cli_internal.hpp"
 #include "cli/io.hpp"
 
-#include "oomplan/util/text.hpp"
 #include "oomplan/util/error.hpp"
+#include "oomplan/util/text.hpp"
 
 #include <fmt/format.h>
 
