@@ -295,6 +295,47 @@ TEST_CASE("terms: weight_bytes of Llama-2-7B is its parameters x 2 B",
   CHECK(weight_bytes(m, s, WeightShare{0, 32, true, true}) == 13477879808);
 }
 
+TEST_CASE(
+    "terms: weight_bytes of a quantized checkpoint is its index's "
+    "total_size",
+    "[terms]") {
+  // Llama-2-7B stored in FP8 with attention kept in bf16 (the way
+  // Llama-3.1-405B-FP8 keeps modules_to_not_convert 16-bit). Per-parameter
+  // FP8 on every linear: 6,476,005,376 linear params + 4 B x 1,581,056 rows
+  // = 6,482,329,600; + norms 266,240 x 2 = 532,480; + embedding and lm_head
+  // 2 x 131,072,000 x 2 = 524,288,000: 7,007,150,080 B. The checkpoint:
+  // attention 2,147,483,648 x 2 = 4,294,967,296; MLP 4,328,521,728 + 4 x
+  // 1,056,768 rows = 4,332,748,800; norms 532,480; embeddings 524,288,000:
+  // 9,152,536,576 B.
+  Model m = llama2_7b();
+  m.checkpoint_quant = Quant::fp8;
+  Resolved s = infer();
+  s.quant = Quant::fp8;
+  const WeightShare all{0, 32, true, true};
+  CHECK(weight_bytes(m, s, all) == 7007150080);
+  m.checkpoint_bytes = 9152536576;
+  CHECK(weight_bytes(m, s, all) == 9152536576);
+  // vLLM tp 2: each GPU holds (7,007,150,080 - 532,480) / 2 + 532,480 =
+  // 3,503,841,280 B by the formats, scaled by 9,152,536,576 / 7,007,150,080,
+  // plus the RoPE cache 1,048,576 B.
+  s.engine = Engine::vllm;
+  s.tp = 2;
+  CHECK(static_cast<double>(weight_bytes(m, s, all)) ==
+        Approx(3503841280.0 * 9152536576.0 / 7007150080.0 + 1048576.0)
+            .epsilon(1e-9));
+  // The same index under online quantization of another format, or a 16-bit
+  // checkpoint's index (Llama 2's inv_freq buffers, which no engine loads),
+  // changes nothing.
+  s = infer();
+  s.quant = Quant::int8;
+  const Bytes int8 = weight_bytes(m, s, all);
+  m.checkpoint_bytes = 0;
+  CHECK(weight_bytes(m, s, all) == int8);
+  Model bf16 = llama2_7b();
+  bf16.checkpoint_bytes = 13476839424;
+  CHECK(weight_bytes(bf16, infer(), all) == 13476831232);
+}
+
 // --- kv_cache.cpp
 
 TEST_CASE("terms: kv_heads_per_gpu replicates KV heads below one per GPU",

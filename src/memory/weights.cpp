@@ -275,9 +275,12 @@ namespace oomplan {
 
 using namespace memory_terms;
 
-Bytes weight_bytes(const Model& model, const Resolved& setup,
-                   const WeightShare& share) {
-  const Model& m = model;
+namespace {
+
+// The weights one GPU holds, before what the engine builds at load (rope
+// cache, MLA's dequantized copy).
+double held_weight_bytes(const Model& m, const Resolved& setup,
+                         const WeightShare& share) {
   const ParamCounts c = count_params(m);
   const double dtype = dtype_bytes(setup.dtype);
   const double tp = setup.tp;
@@ -306,7 +309,51 @@ Bytes weight_bytes(const Model& model, const Resolved& setup,
   if (share.lm_head) {
     bytes += lm_head_params(m, c, share, pad) / tp * dtype;
   }
+  return bytes;
+}
+
+// The safetensors index's metadata.total_size (Model::checkpoint_bytes) is
+// the exact size of a quantized checkpoint loaded as stored (its own
+// format): what the per-parameter formats above miss (modules the
+// quantizer left in bf16, such as Llama-3.1-405B-FP8's attention and first
+// and last layers; scales) is the difference from the stored layout
+// (transformers' shapes on one GPU), spread over the GPUs in proportion to
+// the weights each holds. A 16-bit checkpoint's parameters are counted
+// exactly; what its index adds are buffers no engine loads (Llama 2's
+// rotary inv_freq, skipped by vLLM's load_weights). Neither is DeepSeek-V3's
+// MTP layer loaded for decoding (num_nextn_predict_layers; vLLM
+// models/deepseek_v2.py skips it), which its index counts.
+double checkpoint_correction(const Model& m, const Resolved& setup,
+                             const WeightShare& share, double here) {
+  if (m.checkpoint_bytes <= 0 || setup.quant == Quant::none ||
+      setup.quant != m.checkpoint_quant || m.model_type == "deepseek_v3") {
+    return 0;
+  }
+  WeightShare whole;
+  whole.layer_end = m.num_layers;
+  whole.compute_capability = share.compute_capability;
+  Resolved one = setup;
+  one.tp = 1;
+  const double all_here_engine = held_weight_bytes(m, one, whole);
+  one.engine = Engine::hf;
+  const double stored = held_weight_bytes(m, one, whole);
+  if (all_here_engine <= 0 || stored <= 0) {
+    return 0;
+  }
+  return (static_cast<double>(m.checkpoint_bytes) - stored) * here /
+         all_here_engine;
+}
+
+}  // namespace
+
+Bytes weight_bytes(const Model& model, const Resolved& setup,
+                   const WeightShare& share) {
+  const Model& m = model;
+  double bytes = held_weight_bytes(m, setup, share);
+  bytes += checkpoint_correction(m, setup, share, bytes);
   if (setup.engine == Engine::vllm) {
+    const LayerShare ls = layer_share(m, share);
+    const double dtype = dtype_bytes(setup.dtype);
     bytes += rope_cache_bytes(m, dtype);
     bytes += mla_dequant_bytes(m, setup, ls.n);
   }
