@@ -1,12 +1,12 @@
 #pragma once
 
 // Private to diagnose: the grammars, one per wording, in one file per log
-// format family (pytorch.cpp, cuda.cpp, ggml.cpp, nccl.cpp, xla.cpp, tf.cpp, vllm.cpp,
-// other.cpp). Each starts at its message's first word in a normalized window
-// and moves the cursor forward over the clauses it recognises, filling what
-// they state; a clause that does not match ends the message there. A grammar
-// that finds prose rather than a message clears `source` (the scanner then
-// drops the candidate).
+// format family (pytorch.cpp, cuda.cpp, ggml.cpp, nccl.cpp, xla.cpp, tf.cpp,
+// vllm.cpp, other.cpp). Each starts at its message's first word in a normalized
+// window and moves the cursor forward over the clauses it recognises, filling
+// what they state; a clause that does not match ends the message there. A
+// grammar that finds prose rather than a message clears `source` (the scanner
+// then drops the candidate).
 
 #include "diagnose/cursor.hpp"
 
