@@ -5,6 +5,7 @@
 #include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -256,6 +257,54 @@ TEST_CASE("hf: the safetensors index gives the exact checkpoint size", "[hf]") {
   CHECK(import_error(llama(), R"({"weight_map": {}})") ==
         "my/config.json: model.safetensors.index.json: metadata.total_size: "
         "missing");
+}
+
+TEST_CASE("hf: modules a quantized checkpoint leaves in bf16 are read",
+          "[hf]") {
+  // Llama-3.1-405B's shapes with Meta's FP8 list (transformers' conversion
+  // script: model.layers.0, model.layers.125, lm_head, and self_attn of
+  // layers 1-124). Per layer: attention 2 x 16384^2 + 2 x 16384 x 1024 =
+  // 570,425,344; MLP 3 x 16384 x 53248 = 2,617,245,696. Kept in bf16: 2 x
+  // (570,425,344 + 2,617,245,696) + 124 x 570,425,344 = 77,108,084,736.
+  std::string list = R"("model.layers.0", "model.layers.125", "lm_head")";
+  for (int i = 1; i < 125; ++i) {
+    list += fmt::format(R"(, "model.layers.{}.self_attn")", i);
+  }
+  const std::string config =
+      R"({"model_type": "llama", "hidden_size": 16384,
+          "num_hidden_layers": 126, "num_attention_heads": 128,
+          "num_key_value_heads": 8, "intermediate_size": 53248,
+          "vocab_size": 128256, "max_position_embeddings": 131072,
+          "quantization_config": {"activation_scale_ub": 1200.0,
+            "quant_method": "fbgemm_fp8", "modules_to_not_convert": [)" +
+      list + "]}}";
+  const Model m = import_hf_config(config, "my/config.json");
+  CHECK(m.checkpoint_quant == Quant::fp8);
+  CHECK(m.unquantized_params == 77'108'084'736);
+
+  // compressed-tensors: plain names and re: patterns (re.match: from the
+  // start; '$' to the end). Toy Llama, 2 layers: down_proj 64 x 128 = 8,192
+  // per layer; q_proj 64 x 64 = 4,096.
+  auto kept = [](const std::string& ignore) {
+    return import_hf_config(llama(R"(, "quantization_config": {"quant_method":
+                 "compressed-tensors", "config_groups": {"group_0":
+                 {"weights": {"num_bits": 8, "type": "float"}}},
+                 "ignore": )" + ignore +
+                                  "}"),
+                            "my/config.json")
+        .unquantized_params;
+  };
+  CHECK(kept(R"(["lm_head", "re:.*mlp.down_proj$"])") == 2 * 8'192);
+  CHECK(kept(R"(["re:model\\.layers\\.1\\..*q_proj"])") == 4'096);
+  CHECK(kept(R"(["model.layers.1.self_attn.q_proj"])") == 4'096);
+  // "layers.1" is layer 1 only, not layer 10 or a path that merely
+  // contains the text.
+  CHECK(kept(R"j(["re:(mlp|self_attn)", "self_att", "model.layers.1x"])j") ==
+        0);
+  CHECK(import_error(llama(R"(, "quantization_config": {"quant_method":
+          "fbgemm_fp8", "modules_to_not_convert": "lm_head"})")) ==
+        "my/config.json: quantization_config.modules_to_not_convert: must be "
+        "a list of module names, but is \"lm_head\"");
 }
 
 TEST_CASE("hf: bad configs name the file and the field", "[hf]") {

@@ -21,6 +21,12 @@ Resolved infer(int tp = 1) {
   return s;
 }
 
+Resolved infer_fp8() {
+  Resolved s;
+  s.quant = Quant::fp8;
+  return s;
+}
+
 Gpu card(int cc) {
   Gpu g;
   g.compute_capability = cc;
@@ -323,6 +329,13 @@ TEST_CASE(
   CHECK(static_cast<double>(weight_bytes(m, s, all)) ==
         Approx(3503841280.0 * 9152536576.0 / 7007150080.0 + 1048576.0)
             .epsilon(1e-9));
+  // The same checkpoint described by its quantization_config instead (its
+  // attention, 2,147,483,648 params, in modules_to_not_convert) weighs the
+  // same 9,152,536,576 B without an index.
+  Model listed = llama2_7b();
+  listed.checkpoint_quant = Quant::fp8;
+  listed.unquantized_params = 2147483648;
+  CHECK(weight_bytes(listed, infer_fp8(), all) == 9152536576);
   // The same index under online quantization of another format, or a 16-bit
   // checkpoint's index (Llama 2's inv_freq buffers, which no engine loads),
   // changes nothing.

@@ -192,8 +192,23 @@ double quantized_linear_bytes(const Model& m, const Resolved& setup,
     return bytes;
   }
   const double linear = p.attention + p.mlp + p.experts + p.shared;
-  return linear_bytes(setup.quant, linear, linear / h, dtype,
-                      block_scaled_fp8(m, setup.quant));
+  // The modules the checkpoint's quantization_config leaves in dtype
+  // (Model::unquantized_params), as a share of every linear weight, on each
+  // GPU alike.
+  double kept = 0;
+  if (m.unquantized_params > 0 && setup.quant == m.checkpoint_quant) {
+    const ParamCounts c = count_params(m);
+    const double all =
+        static_cast<double>(c.attention + c.mlp + c.experts + c.shared_experts);
+    kept =
+        all > 0
+            ? linear *
+                  std::min(1.0, static_cast<double>(m.unquantized_params) / all)
+            : 0.0;
+  }
+  return kept * dtype + linear_bytes(setup.quant, linear - kept,
+                                     (linear - kept) / h, dtype,
+                                     block_scaled_fp8(m, setup.quant));
 }
 
 std::int64_t padded_vocab(const Model& m, const Resolved& setup) {

@@ -27,6 +27,12 @@ struct Source {
 using FamilyReader = void (*)(const Source& s, Model& m);
 
 // Text decoders (hf_decoders.cpp).
+// The linear parameters of the modules a quantization_config list (`key`:
+// modules_to_not_convert, ignore, ignored_layers) leaves unquantized, for
+// the model `m` as read so far; 0 without the list.
+std::int64_t unquantized_params(const Config& q, std::string_view key,
+                                const Model& m);
+
 void read_llama(const Source& s, Model& m);     // llama, mistral, phi3
 void read_qwen(const Source& s, Model& m);      // qwen2, qwen3
 void read_granite(const Source& s, Model& m);   // granite

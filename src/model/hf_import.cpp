@@ -260,6 +260,14 @@ json parse_config(std::string_view config_text, std::string_view origin) {
 void read_checkpoint_format(const Config& root, Model& m) {
   if (const auto quant_config = root.child("quantization_config")) {
     m.checkpoint_quant = quant_from_config(*quant_config);
+    // gpt-oss's MXFP4 list names its attention and router, which the
+    // MXFP4 layout keeps 16-bit already (memory/weights.cpp).
+    if (m.checkpoint_quant != Quant::mxfp4) {
+      for (const std::string_view key :
+           {"modules_to_not_convert", "ignore", "ignored_layers"}) {
+        m.unquantized_params += unquantized_params(*quant_config, key, m);
+      }
+    }
   }
   std::string dtype = root.text("torch_dtype");
   if (dtype.empty()) {

@@ -172,6 +172,10 @@ struct Model {
   // dtype weights.
   Quant checkpoint_quant = Quant::none;
   Dtype checkpoint_dtype = Dtype::bf16;
+  // Linear weights the quantized checkpoint keeps in dtype: the modules its
+  // quantization_config names in modules_to_not_convert / ignore (a
+  // config.json import; 0 for the catalog's models).
+  std::int64_t unquantized_params = 0;
 
   // Published figures for lint tests and exact weight sizes (0 = unknown).
   std::int64_t official_params =
