@@ -309,6 +309,13 @@ std::optional<Parsed> parse_hit(const Text& x, std::size_t np, Hit hit) {
       }
       return run(t, s, parse_cublas);
     }
+    case Hit::dnn_handle: {
+      // From "Could not create cudnn handle:" when it leads, else the
+      // status ('U' of CUDNN at np).
+      const std::size_t create =
+          rfind_in(t, "Could not create cudnn handle:", lb, np);
+      return run(t, create != k_npos ? create : np - 1, parse_cudnn);
+    }
     case Hit::exhausted:
       return at_exhausted(x, np);
     case Hit::tried_to_allocate: {
@@ -319,11 +326,31 @@ std::optional<Parsed> parse_hit(const Text& x, std::size_t np, Hit hit) {
       if (!r || !r->message.capacity_bytes) {
         return std::nullopt;
       }
+      // Intel's XPU allocator (intel-extension-for-pytorch) refuses one
+      // block above 4 GB whatever is free: "Current platform can NOT
+      // allocate memory block with size larger than 4GB! Tried to ...".
+      if (find_in(t, "larger than 4GB!", lb, np) != k_npos) {
+        r->message.device = "xpu";
+        r->message.allowed_bytes = 4 * k_gib;
+      }
       return r;
     }
     default:
       return std::nullopt;
   }
+}
+
+// An earlier CUDA error in the window that leaves the context unusable:
+// every later allocation fails, whatever is free.
+bool after_cuda_fault(std::string_view t, std::size_t start) {
+  for (const std::string_view fault :
+       {"CUDA_ERROR_ILLEGAL_ADDRESS", "illegal memory access",
+        "device-side assert triggered", "cudaErrorIllegalAddress"}) {
+    if (find_in(t, fault, 0, start) != k_npos) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // A traceback quoting the engine's source ("raise ValueError(\"No
@@ -353,6 +380,7 @@ std::optional<Parsed> parse_at_anchor(const Window& window,
   if (!r || r->message.source.empty() || in_source_line(x.t, r->start)) {
     return std::nullopt;
   }
+  r->message.after_fault = after_cuda_fault(x.t, r->start);
   return r;
 }
 

@@ -26,6 +26,7 @@ enum class Hit {
   kv_cache,           // "KV cache" / "KV Cache"
   cuda_calloc,        // "CUDA calloc"
   blas_alloc,         // "BLAS_STATUS_ALLOC_FAILED"
+  dnn_handle,         // "CUDNN_STATUS_ALLOC_FAILED", cudnn handle creation
   exhausted,          // "exhausted" / "EXHAUSTED"
   tried_to_allocate,  // "Tried to allocate"
   requested,          // "Requested:" (DeepSpeed)

@@ -37,11 +37,20 @@ void parse_cuda_error(Cursor& c, OomMessage& m, std::string_view device) {
       m.gpu_index = static_cast<int>(*idx);
     }
     c.lit(",");
-    if (c.lit("in function") && c.word().starts_with("ggml_")) {
-      m.kind = OomKind::ggml_buffer;
-      m.format = OomFormat::other;
-      m.source = "llama.cpp";
-      c.skip_word();
+    if (c.lit("in function")) {
+      // The function ("ggml_cuda_pool_malloc_vmm", the legacy pool's
+      // "alloc") or its file (".../ggml/src/ggml-cuda.cu") names ggml.
+      const std::string_view t = c.text();
+      const std::size_t end = line_finish(t, c.pos());
+      if (find_in(t, "ggml", c.pos(), end) != k_npos) {
+        m.kind = OomKind::ggml_buffer;
+        m.format = OomFormat::other;
+        m.source = "llama.cpp";
+        if (find_in(t, "ROCm", 0, t.size()) != k_npos) {
+          m.device = "hip";
+        }
+      }
+      c.set(end);
     }
     return;
   }
@@ -82,6 +91,19 @@ void parse_cublas(Cursor& c, OomMessage& m) {
     }
     c.skip_past(")", 40);
     c.lit("`");
+  }
+}
+
+void parse_cudnn(Cursor& c, OomMessage& m) {
+  m.format = OomFormat::cuda_runtime;
+  m.kind = OomKind::cudnn_create;
+  m.source = "cudnn";
+  m.device = "cuda";
+  if (c.lit("Could not create cudnn handle:")) {
+    m.source = "tensorflow";
+  }
+  if (!c.lit("CUDNN_STATUS_ALLOC_FAILED")) {
+    c.lit("CUDNN_STATUS_INTERNAL_ERROR");
   }
 }
 

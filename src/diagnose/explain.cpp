@@ -163,10 +163,14 @@ std::optional<Finding> fragmentation(const OomMessage& /*m*/,
                    size(*n.u), pct(*n.u, *n.c), size(*n.c), size(*n.r))}};
 }
 
-// unknown: R < 1 MiB while F ≥ 2 MiB (or F not stated): no lack of memory
-// makes a request that small fail; an earlier error does.
-std::optional<Finding> tiny_request(const OomMessage& /*m*/, const Numbers& n) {
-  if (!n.r || *n.r >= k_tiny_request || (n.f && *n.f < k_small_segment)) {
+// unknown: R < 1 MiB while F ≥ 2 MiB (or F not stated), outside a fixed
+// arena: no lack of memory makes a request that small fail; an earlier
+// error does.
+std::optional<Finding> tiny_request(const OomMessage& m, const Numbers& n) {
+  // TensorFlow's and XLA's BFC arenas are fixed at start-up: a tiny request
+  // fails there once the arena is full.
+  if (m.format == OomFormat::xla || !n.r || *n.r >= k_tiny_request ||
+      (n.f && *n.f < k_small_segment)) {
     return std::nullopt;
   }
   return Finding{
@@ -212,17 +216,10 @@ std::optional<Finding> unknown(const OomMessage& m, const Numbers& n) {
   return found;
 }
 
-// large_allocation without R ≥ 25 % of C: R above the allocator's stated
-// limit, or above F + P (freeing all the process holds would not make room).
-std::optional<Finding> beyond_what_could_be_free(const OomMessage& m,
+// large_allocation without R ≥ 25 % of C: R above F + P (freeing all the
+// process holds would not make room).
+std::optional<Finding> beyond_what_could_be_free(const OomMessage& /*m*/,
                                                  const Numbers& n) {
-  if (m.allowed_bytes && *n.r > *m.allowed_bytes) {
-    return Finding{OomCause::large_allocation,
-                   fmt::format("the {} request is larger than the allocator's "
-                               "whole {} limit",
-                               size(*n.r), size(*m.allowed_bytes)),
-                   {}};
-  }
   if (n.f && n.p && *n.r > *n.f + *n.p) {
     return Finding{
         OomCause::large_allocation,
@@ -234,10 +231,18 @@ std::optional<Finding> beyond_what_could_be_free(const OomMessage& m,
   return std::nullopt;
 }
 
-// large_allocation: R ≥ 25 % of C; else R beyond what could ever be free.
+// large_allocation: R above the allocator's stated limit; R ≥ 25 % of C;
+// else R beyond what could ever be free.
 std::optional<Finding> large_allocation(const OomMessage& m, const Numbers& n) {
   if (!n.r) {
     return std::nullopt;
+  }
+  if (m.allowed_bytes && *n.r > *m.allowed_bytes) {
+    return Finding{OomCause::large_allocation,
+                   fmt::format("the {} request is larger than the allocator's "
+                               "whole {} limit",
+                               size(*n.r), size(*m.allowed_bytes)),
+                   {}};
   }
   if (!(n.c && *n.r >= share_of(k_large_share, *n.c))) {
     return beyond_what_could_be_free(m, n);
@@ -347,6 +352,13 @@ std::optional<std::string> shortfall_headline(const OomMessage& m,
                        size(*n.r), size(used),
                        used + *n.r > *n.c ? "exceeds" : "nears", size(*n.c),
                        m.kind == OomKind::mps_allocator ? "limit" : "card");
+  }
+  if (n.r && n.a && m.allowed_bytes) {
+    return fmt::format(
+        "the {} request on top of the {} in use {} the allocator's {} limit",
+        size(*n.r), size(*n.a),
+        *n.a + *n.r > *m.allowed_bytes ? "exceeds" : "nears",
+        size(*m.allowed_bytes));
   }
   if (n.r) {
     return fmt::format(
@@ -471,24 +483,35 @@ Verdict vllm_rules(const OomMessage& m, const LogContext& ctx) {
   return v;
 }
 
-Verdict classify(const Diagnosis& d) {
-  const OomMessage& m = d.messages.front();
-  if (m.format == OomFormat::vllm) {
-    return vllm_rules(m, d.context);
+// The causes a message's kind decides before any number: a CUDA fault
+// earlier in the log, a library handle or NCCL's buffers.
+std::optional<Verdict> kind_verdict(const OomMessage& m) {
+  if (m.after_fault) {
+    Verdict v{OomCause::unknown, {}};
+    v.evidence.push_back(fmt::format(
+        "a CUDA fault (illegal memory access or a device-side assert) was "
+        "reported before line {}: the context is broken, and every later "
+        "allocation fails whatever memory is free",
+        m.line));
+    return v;
   }
-  if (m.kind == OomKind::cublas_create) {
+  if (m.kind == OomKind::cublas_create || m.kind == OomKind::cudnn_create) {
     Verdict v{OomCause::context_creation, {}};
     v.evidence.push_back(
-        "cuBLAS could not allocate the workspace for its handle "
-        "(cublasCreate): the first matrix multiply on this GPU found no room");
+        m.kind == OomKind::cublas_create
+            ? "cuBLAS could not allocate the workspace for its handle "
+              "(cublasCreate): the first matrix multiply on this GPU found no "
+              "room"
+            : "cuDNN could not create its handle (cudnnCreate): the first "
+              "convolution on this GPU found no room for its workspace");
     if (m.source == "tensorflow") {
       // tensorflow/core/common_runtime/gpu/gpu_device.cc: without
       // allow_growth the BFC allocator reserves nearly all free memory at
       // start-up, before cuBLAS asks for its own.
       v.evidence.push_back(
           "TensorFlow reserves nearly all free GPU memory at start-up unless "
-          "memory growth is on, so cuBLAS finds none left; or another process "
-          "holds the GPU");
+          "memory growth is on, so cuBLAS and cuDNN find none left; or "
+          "another process holds the GPU");
     }
     return v;
   }
@@ -503,6 +526,17 @@ Verdict classify(const Diagnosis& d) {
         "NCCL allocates its channel buffers at the first collective with each "
         "peer, on top of what the framework already holds");
     return v;
+  }
+  return std::nullopt;
+}
+
+Verdict classify(const Diagnosis& d) {
+  const OomMessage& m = d.messages.front();
+  if (m.format == OomFormat::vllm) {
+    return vllm_rules(m, d.context);
+  }
+  if (auto v = kind_verdict(m)) {
+    return *v;
   }
   if (has_numbers(m)) {
     return numeric_rules(m);
@@ -909,7 +943,8 @@ void large_allocation_fixes(FixList& l, const OomMessage& /*m*/,
 }
 
 void unknown_fixes(FixList& l, const OomMessage& m, const LogContext& /*ctx*/) {
-  if (m.requested_bytes && *m.requested_bytes < k_tiny_request) {
+  if (m.after_fault ||
+      (m.requested_bytes && *m.requested_bytes < k_tiny_request)) {
     l.add(k_launch_blocking);
   }
   l.add(k_memory_snapshot);

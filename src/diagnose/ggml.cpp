@@ -34,8 +34,11 @@ void parse_ggml(Cursor& c, OomMessage& m) {
       }
       c.lit(":");
     }
+    // ROCm builds print CUDA's names (ggml-cuda/vendors/hip.h maps them)
+    // and call their buffers "ROCm0", "ROCm_Host".
+    const bool rocm = find_in(c.text(), "ROCm", 0, c.text().size()) != k_npos;
     if (c.lit("cudaMalloc failed:")) {
-      m.device = "cuda";
+      m.device = rocm ? "hip" : "cuda";
     } else if (c.lit("hipMalloc failed:")) {
       m.device = "hip";
     }

@@ -38,6 +38,11 @@ void parse_cuda_error(Cursor& c, OomMessage& m, std::string_view device);
 // another cuBLAS function.
 void parse_cublas(Cursor& c, OomMessage& m);
 
+// cuDNN's handle: "CUDNN_STATUS_ALLOC_FAILED", TensorFlow's "Could not
+// create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR" (cuda_dnn.cc), which is
+// how a handle that found no memory reports (tensorflow/tensorflow#24496).
+void parse_cudnn(Cursor& c, OomMessage& m);
+
 // --- ggml.cpp
 
 // llama.cpp's ggml backends: "allocating X MiB on device N: cudaMalloc

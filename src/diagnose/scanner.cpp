@@ -73,7 +73,8 @@ constexpr std::int64_t k_requested_lines = 1000;
 // The prefilter: byte pairs that start an anchor, found 16 at a time with
 // SSE2 (baseline on x86-64; a scalar loop elsewhere). Pairs rather than
 // single bytes keep candidates rare ("ry" of "memory", not every 'y').
-//   "ry"/"RY" -> memory / MEMORY   "KV" -> KV cache     "UD" -> CUDA calloc
+//   "ry"/"RY" -> memory / MEMORY   "KV" -> KV cache
+//   "UD" -> CUDA calloc, CUDNN_STATUS_
 //   "BL" -> BLAS_STATUS_ALLOC       "xh"/"XH" -> exhausted
 //   "Tr" -> Tried to allocate       "qu" -> Requested:   "/s", "/i" -> tqdm
 struct PairSet {
@@ -377,8 +378,19 @@ struct LogScanner::Impl {
                    : Hit::none;
       }
       case 'U':
-        return p > 0 && s[p - 1] == 'C' && starts_with_at(s, p, "UDA calloc")
-                   ? Hit::cuda_calloc
+        if (p == 0 || s[p - 1] != 'C') {
+          return Hit::none;
+        }
+        if (starts_with_at(s, p, "UDA calloc")) {
+          return Hit::cuda_calloc;
+        }
+        // cuDNN's handle: "CUDNN_STATUS_ALLOC_FAILED", or TensorFlow's
+        // "Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR".
+        return starts_with_at(s, p, "UDNN_STATUS_ALLOC_FAILED") ||
+                       (starts_with_at(s, p, "UDNN_STATUS_INTERNAL_ERROR") &&
+                        p >= 31 &&
+                        ends_before_ci(s, p - 1, "create cudnn handle: "))
+                   ? Hit::dnn_handle
                    : Hit::none;
       case 'B':
         return starts_with_at(s, p, "BLAS_STATUS_ALLOC_FAILED")

@@ -72,7 +72,11 @@ Bytes tensor_bytes(Bytes elements, int bits) {
 
 // shape[d0,d1,...] and type T on /job:.../device:GPU:N by allocator ...
 bool tf_tensor_shape(Cursor& c, OomMessage& m) {
-  if (!c.lit("OOM when allocating tensor with shape[")) {
+  // TF 1.x up to 1.10 also printed "tensor of shape [512]"
+  // (core/framework/op_kernel.cc).
+  if (!c.lit("OOM when allocating tensor with shape[") &&
+      !c.lit("OOM when allocating tensor of shape [") &&
+      !c.lit("OOM when allocating tensor with shape [")) {
     return false;
   }
   Bytes elements = 1;

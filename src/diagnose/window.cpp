@@ -336,6 +336,51 @@ std::size_t pipe_prefix(std::string_view s, std::size_t i) {
   return k_npos;
 }
 
+// syslog and journald (journalctl's default output): "Jul 24 16:07:58 vega
+// ollama[114917]: ", the month's English abbreviation, day, time, host, and
+// the process with an optional [pid].
+std::size_t syslog_prefix(std::string_view s, std::size_t i) {
+  static constexpr std::array<std::string_view, 12> k_months{
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (i + 4 >= s.size() || s[i + 3] != ' ' ||
+      std::find(k_months.begin(), k_months.end(), s.substr(i, 3)) ==
+          k_months.end()) {
+    return k_npos;
+  }
+  std::size_t j = i + 4;
+  while (j < s.size() && s[j] == ' ') {
+    ++j;
+  }
+  const std::size_t day = skip_digits(s, j);
+  if (day == j || day - j > 2 || day >= s.size() || s[day] != ' ') {
+    return k_npos;
+  }
+  j = clock_time(s, day + 1);
+  if (j == k_npos || j >= s.size() || s[j] != ' ') {
+    return k_npos;
+  }
+  const std::size_t host = word_end(s, j + 1);
+  if (host == j + 1 || host >= s.size() || s[host] != ' ') {
+    return k_npos;
+  }
+  std::size_t proc = word_end(s, host + 1);
+  if (proc == host + 1) {
+    return k_npos;
+  }
+  if (proc < s.size() && s[proc] == '[') {
+    const std::size_t pid = skip_digits(s, proc + 1);
+    if (pid == proc + 1 || pid >= s.size() || s[pid] != ']') {
+      return k_npos;
+    }
+    proc = pid + 1;
+  }
+  if (proc + 1 >= s.size() || s[proc] != ':' || s[proc + 1] != ' ') {
+    return k_npos;
+  }
+  return proc + 2;
+}
+
 // pdsh-style "node01: ", "ip-10-0-0-1.ec2.internal: ": a host-like word with
 // a digit (so "RuntimeError: " stays).
 std::size_t host_prefix(std::string_view s, std::size_t i) {
@@ -367,6 +412,9 @@ std::size_t skip_line_prefix(std::string_view s, std::size_t i) {
       continue;
     }
     std::size_t next = timestamp_prefix(s, i);
+    if (next == k_npos) {
+      next = syslog_prefix(s, i);
+    }
     if (next == k_npos) {
       next = level_prefix(s, i);
     }

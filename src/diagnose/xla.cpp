@@ -106,7 +106,9 @@ bool xla_async(Cursor& c, OomMessage& m) {
     c.lit("bytes");
   }
   c.lit(":");
-  if (c.skip_past("out of memory", 40)) {
+  // "CUDA error: out of memory (CUDA_ERROR_OUT_OF_MEMORY)" or
+  // "RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY: out of memory".
+  if (c.skip_past("out of memory", 120)) {
     c.lit("(CUDA_ERROR_OUT_OF_MEMORY)");
   }
   if (c.lit("Reported by CUDA:") && c.lit("Free memory/Total memory:")) {
@@ -120,11 +122,36 @@ bool xla_async(Cursor& c, OomMessage& m) {
   return true;
 }
 
+// The BFC allocator's "Stats:" block (tsl/framework/bfc_allocator.cc
+// DumpMemoryLog; TF 1.x core/common_runtime/bfc_allocator.cc): "Limit: N"
+// and "InUse: N" in bytes, in the window.
+void bfc_stats(std::string_view t, OomMessage& m) {
+  const std::size_t stats = find_in(t, "Stats:", 0, t.size());
+  if (stats == k_npos) {
+    return;
+  }
+  Cursor c(t, stats + 6);
+  if (c.lit("Limit:")) {
+    if (const auto limit = c.integer(); limit && *limit > 0) {
+      m.allowed_bytes = std::min<Bytes>(k_max_size, *limit);
+    }
+    if (c.lit("InUse:")) {
+      if (const auto in_use = c.integer()) {
+        m.allocated_bytes = std::min<Bytes>(k_max_size, *in_use);
+      }
+    }
+  }
+}
+
 // The allocator's limit, anywhere in the window: the BFC summary's
 // "memory_limit_: N" (tsl/framework/bfc_allocator.cc, bytes or a
 // human-readable size), or XLA's scheduler "exceeds the base limit (N)"
 // (service/gpu/gpu_hlo_schedule.cc).
 void xla_limit(std::string_view t, OomMessage& m) {
+  bfc_stats(t, m);
+  if (m.allowed_bytes) {
+    return;
+  }
   for (const std::string_view phrase :
        {std::string_view("memory_limit_:"),
         std::string_view("exceeds the base limit (")}) {

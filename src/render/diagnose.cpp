@@ -42,7 +42,7 @@ std::string_view format_title(const OomMessage& m) {
     case OomFormat::vllm:
       return "vLLM";
     case OomFormat::cuda_runtime:
-      return "CUDA runtime";
+      return m.kind == OomKind::cudnn_create ? "cuDNN" : "CUDA runtime";
     case OomFormat::cublas:
       return "cuBLAS";
     case OomFormat::nccl:
@@ -114,7 +114,9 @@ std::vector<std::pair<std::string, std::string>> fields(const OomMessage& m) {
   bytes("capacity", m.capacity_bytes);
   bytes("free", m.free_bytes);
   bytes("this process", m.process_bytes);
-  bytes("allocated by PyTorch", m.allocated_bytes);
+  bytes(m.format == OomFormat::xla ? "in use (allocator)"
+                                   : "allocated by PyTorch",
+        m.allocated_bytes);
   bytes("reserved, unallocated", m.reserved_unallocated_bytes);
   bytes("reserved in total", m.reserved_total_bytes);
   bytes("other processes", m.other_processes_bytes);

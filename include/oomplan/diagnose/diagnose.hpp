@@ -57,6 +57,7 @@ enum class OomKind {
   cuda_error,                // a CUDA/HIP runtime or driver call outside it
   cublas_create,             // cuBLAS (hipBLAS) handle creation
   cublas,                    // another cuBLAS allocation
+  cudnn_create,              // cuDNN handle creation
   nccl,                      // NCCL's own buffers
   xla_allocation,            // XLA/JAX/TF allocator or executable
   xla_compile,               // XLA:TPU compile: the program exceeds HBM
@@ -115,6 +116,9 @@ struct OomMessage {
   // The traceback above the message runs the model (forward, backward, a
   // torch.nn op): the job's own work had begun.
   bool in_model_code = false;
+  // An earlier line reports a CUDA fault (illegal memory access, a
+  // device-side assert): the context is broken, allocations fail anyway.
+  bool after_fault = false;
   // The first 300 characters of the message, prefixes removed, whitespace
   // collapsed, valid UTF-8.
   std::string text;
