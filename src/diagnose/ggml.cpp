@@ -43,6 +43,19 @@ void parse_ggml(Cursor& c, OomMessage& m) {
       m.device = "hip";
     }
     c.lit("out of memory");
+    // The caller's next line states the exact bytes the MiB figure rounds
+    // (ggml-alloc.c ggml_gallocr_reserve_n, alloc_tensor_range: "failed to
+    // allocate CUDA0 buffer of size N").
+    const std::size_t next = line_finish(c.text(), c.pos());
+    const std::size_t stop = line_finish(c.text(), next + 1);
+    const std::size_t of = find_in(c.text(), "buffer of size", next, stop);
+    if (of != k_npos) {
+      Cursor exact(c.text(), of + 14);
+      if (const auto n = exact.integer(); n && *n > 0) {
+        m.requested_bytes = std::min<Bytes>(k_max_size, *n);
+        c.set(exact.pos());
+      }
+    }
     return;
   }
   if (c.lit("failed to allocate")) {

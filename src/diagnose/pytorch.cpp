@@ -116,17 +116,17 @@ void pytorch1_clauses(Cursor& c, OomMessage& m) {
     return;
   }
   m.allocated_bytes = allocated;
-  const auto free = c.size();
-  if (!free || !c.lit("free")) {
-    return;
-  }
-  m.free_bytes = free;
-  for (int clause = 0; clause < 3 && c.lit(";"); ++clause) {
+  // Intel's XPU allocator (intel-extension-for-pytorch) prints no "free"
+  // clause: "...; 0 bytes already allocated; 0 bytes reserved in total by
+  // PyTorch)".
+  for (int clause = 0; clause < 4 && (clause == 0 || c.lit(";")); ++clause) {
     const auto value = c.size();
     if (!value) {
       return;
     }
-    if (c.lit("allowed")) {
+    if (c.lit("free")) {
+      m.free_bytes = value;
+    } else if (c.lit("allowed")) {
       m.allowed_bytes = value;
     } else if (c.lit("reserved in total by PyTorch")) {
       m.reserved_total_bytes = value;
