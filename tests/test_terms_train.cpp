@@ -354,6 +354,17 @@ TEST_CASE("terms: op_saved_bytes stashes wq, wv, w1, w2 and attention",
   // output 3 x 4,096 x 2 B + logsumexp 32 x 4 B = 24,704; w1 11,008 x 2 B =
   // 22,016: 63,104 B x 4,096 tokens = 258,473,984 B.
   CHECK(op_saved_bytes(llama2_7b(), s, dims(s), false) == 258473984.0);
+  // A plain MLP (fc1, GELU, fc2): fc2 is the block's sixth matmul and is
+  // recomputed: input 8,192 + 24,704 + fc1 22,016 = 54,912 B x 4,096 =
+  // 224,919,552 B. With float8 every _scaled_mm output stays: + wk 4,096 x
+  // 2 B + wo and fc2 outputs 2 x 8,192 = 54,912 + 8,192 + 16,384 = 79,488 B
+  // x 4,096 = 325,582,848 B (a gated MLP's w3 is not there to add).
+  Model plain = llama2_7b();
+  plain.mlp = MlpKind::plain;
+  CHECK(op_saved_bytes(plain, s, dims(s), false) == 224919552.0);
+  Resolved f8 = s;
+  f8.float8 = true;
+  CHECK(op_saved_bytes(plain, f8, dims(f8), false) == 325582848.0);
 }
 
 TEST_CASE("terms: layer_backward_bytes is the larger working set", "[terms]") {

@@ -294,19 +294,24 @@ double op_saved_bytes(const Model& model, const Resolved& setup, const Dims& dm,
     kv_dim = as_double(model.kv_lora_rank + model.qk_rope_head_dim);
     o_dim = heads * as_double(model.v_head_dim);
   }
+  // A plain MLP (fc1, GELU, fc2) has one matmul fewer than the gated one:
+  // its fc2 is the block's sixth matmul, recomputed unless float8 saves it.
+  const bool gated = model.mlp == MlpKind::gated;
   const double rep_div = dm.sp ? dm.t : 1.0;
   double rep = d * h / rep_div;  // the checkpointed block input
   // w2's output (under TP the rowwise partial sum, full size); float8 also
   // wo's.
-  rep += (f8 ? 2.0 : 1.0) * d * h;
+  rep += ((gated || f8 ? 1.0 : 0.0) + (f8 ? 1.0 : 0.0)) * d * h;
   if (dm.t > 1 && dm.sp) {
     rep += 2.0 * d * h / dm.t;  // reduce-scatter outputs
   }
   // wq, wv (float8: wk too), the attention output and its logsumexp (fp32,
   // one per head).
   double shard = d * (q_dim + (f8 ? 2.0 : 1.0) * kv_dim + o_dim) + 4.0 * heads;
-  // w1 (w3 recomputed; float8: saved too)
-  auto mlp = [&](double inter) { return (f8 ? 2.0 : 1.0) * d * inter; };
+  // w1 (w3 recomputed; float8: saved too); a plain MLP's fc1.
+  auto mlp = [&](double inter) {
+    return (gated && f8 ? 2.0 : 1.0) * d * inter;
+  };
   if (!moe) {
     shard += mlp(as_double(model.intermediate_size));
   } else {
