@@ -191,12 +191,15 @@ std::optional<Parsed> at_camel_oom(const Text& x, std::size_t np) {
                cuda_error("cuda"));
   }
   // Vulkan's vk::Device::allocateMemory and Metal's command buffer, as
-  // llama.cpp's ggml logs them: the size is on the line before.
+  // llama.cpp's ggml logs them: what failed is on the line before.
   if (line.find("ErrorOutOfDeviceMemory") != k_npos ||
       line.find("kIOGPUCommandBufferCallbackErrorOutOfMemory") != k_npos) {
-    const std::size_t size_line = rfind_in(
-        t, "Device memory allocation of size", lb > 400 ? lb - 400 : 0, lb);
-    return run(t, size_line != k_npos ? size_line : lb, parse_ggml);
+    const std::size_t from = lb > 400 ? lb - 400 : 0;
+    std::size_t s = rfind_in(t, "Device memory allocation of size", from, lb);
+    if (s == k_npos) {
+      s = rfind_in(t, "Failed to allocate pinned memory", from, lb);
+    }
+    return run(t, s != k_npos ? s : lb, parse_ggml);
   }
   return std::nullopt;
 }

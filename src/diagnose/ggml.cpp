@@ -58,6 +58,13 @@ void parse_ggml(Cursor& c, OomMessage& m) {
     }
     return;
   }
+  // ggml_vk_host_malloc: "Failed to allocate pinned memory." (host RAM
+  // the GPU can map).
+  if (c.lit("Failed to allocate pinned memory.")) {
+    m.device = "host";
+    c.skip_past("ErrorOutOfDeviceMemory", 200);
+    return;
+  }
   if (c.lit("failed to allocate")) {
     m.requested_bytes = c.size();
     if (c.lit("of pinned memory")) {
