@@ -51,7 +51,7 @@ src/setup/options.cpp|  if (text == "false") {|  if (text == "0") {|a flag given
 src/cli/common.cpp|    parse_flag(flag, text);|    (void)parse_flag(flag, text.substr(0, 0));|--json=256 is an error, not on
 src/diagnose/explain.cpp|constexpr Bytes k_tiny_request = k_mib;|constexpr Bytes k_tiny_request = 1;|diagnose: tiny requests are not a lack of memory
 src/diagnose/explain.cpp|  if (m.allowed_bytes && *n.r > *m.allowed_bytes) {|  if (false) {|diagnose: a request above the allocator limit
-src/diagnose/anchors.cpp|  r->message.after_fault = after_cuda_fault(x.t, r->start);|  r->message.after_fault = false;|diagnose: an earlier CUDA fault
+src/diagnose/anchors.cpp|       {"CUDA_ERROR_ILLEGAL_ADDRESS", "illegal memory access",|       {"CUDA_ERROR_ILLEGAL_ADDRESS_", "illegal memory access_",|diagnose: an earlier CUDA fault
 src/memory/weights.cpp|  return (static_cast<double>(m.checkpoint_bytes) - stored) * here /|  return 0 * (static_cast<double>(m.checkpoint_bytes) - stored) * here /|safetensors index total_size of a quantized checkpoint
 src/model/hf_quant_skip.cpp|      kept += named ? module.params : 0.0;|      kept += 0.0;|quantization_config modules left in bf16
 src/diagnose/tf.cpp|      {"half", 16},|      {"half", 32},|TensorFlow half tensors are 2 bytes
