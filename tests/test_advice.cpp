@@ -394,6 +394,33 @@ TEST_CASE(
   CHECK(more->setup.quant == Quant::none);
 }
 
+TEST_CASE(
+    "advice: on transformers before 4.45 the first fix is the upgrade, with "
+    "its install line",
+    "[advice]") {
+  // Llama-2-7B, 8 x 4,096 tokens on an A100-40 with transformers 4.40: two
+  // 16 GiB caches and 3.9 GiB of fp32 logits while decoding (51.3 GiB); the
+  // current release holds one cache and one position's logits (33.3 GiB).
+  Setup s{.seq = 4096, .batch = 8};
+  s.transformers_release = Release{4, 40, 0};
+  const Planned p = plan_case({"llama-2-7b", "1xA100-40", s});
+  REQUIRE_FALSE(p.budget.fits());
+  REQUIRE_FALSE(p.fixes.empty());
+  const Fix& first = p.fixes.front();
+  CHECK(first.id == "upgrade-transformers");
+  CHECK(first.fits);
+  CHECK(first.setup.transformers_release == k_transformers_default);
+  const auto install = std::find_if(
+      first.launch.begin(), first.launch.end(),
+      [](const LaunchBlock& b) { return b.framework == "environment"; });
+  REQUIRE(install != first.launch.end());
+  CHECK(install->text == "pip install --upgrade 'transformers>=4.45'");
+  // The other fixes keep the user's release.
+  for (std::size_t i = 1; i < p.fixes.size(); ++i) {
+    CHECK(p.fixes[i].setup.transformers_release == Release{4, 40, 0});
+  }
+}
+
 TEST_CASE("advice: a shorter sequence is a change of the job, listed last",
           "[advice]") {
   const Planned p =

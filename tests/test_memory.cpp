@@ -414,3 +414,39 @@ TEST_CASE("memory: MLA caches the latent, not the heads", "[memory]") {
   // 61 layers x (512 + 64) x 2 B = 70,272 B per token, the same on every GPU
   CHECK(kv_bytes_per_token(m, s, 0, 61) == 70'272);
 }
+
+TEST_CASE(
+    "memory: transformers generate by release (logits over the prompt, two "
+    "tuple caches while decoding)",
+    "[memory]") {
+  // Llama-2-7B, 8 sequences of 4,096 tokens in bf16 on an A100-80.
+  // KV: 8 x 4,096 x 2 x 32 layers x 32 heads x 128 x 2 B = 17,179,869,184 B.
+  const Model m = llama2_7b();
+  Setup s;
+  s.seq = 4096;
+  s.batch = 8;
+  const auto plan_at = [&](const char* release) {
+    Setup at = s;
+    at.transformers_release = release_from_text(release);
+    return plan(m, a100(), at);
+  };
+  const Budget now = plan(m, a100(), s);
+  CHECK(now.peak.phase == Phase::prefill);
+  CHECK(now.bytes_of("kv_cache") == 17179869184);
+  CHECK(now.bytes_of("logits") == 1536000);  // 8 x 32,000 x (2 + 4)
+  // 4.44: the prefill's logits over all 32,768 positions, bf16 + fp32:
+  // 32,768 x 32,000 x 6 = 6,291,456,000 B; still one cache.
+  const Budget v444 = plan_at("4.44");
+  CHECK(v444.peak.phase == Phase::prefill);
+  CHECK(v444.bytes_of("logits") == 6291456000);
+  CHECK(v444.bytes_of("kv_cache") == 17179869184);
+  // 4.41: a decode step holds two caches (34,359,738,368 B) and the fp32
+  // logits (4,194,304,000 B): 38.55 GB against the prefill's 17.18 GB +
+  // 6.29 GB + activations, so the peak moves to decode.
+  const Budget v441 = plan_at("4.41");
+  CHECK(v441.peak.phase == Phase::decode);
+  CHECK(v441.bytes_of("kv_cache") == 34359738368);
+  CHECK(v441.bytes_of("logits") == 4194304000);
+  CHECK(v441.bytes_of("activations") == 0);
+  CHECK(v441.total_bytes() > v444.total_bytes());
+}

@@ -314,3 +314,34 @@ TEST_CASE(
                        "qwen2.5-7b with gptq weights, same architecture)",
                        0) == 0);
 }
+
+TEST_CASE(
+    "model source: the report says why the index's total_size does not set "
+    "the weights",
+    "[model_source]") {
+  // A bf16 checkpoint folder (Qwen2.5-7B's config.json) with its index.
+  const fs::path dir = fresh_hub("indexed") / "qwen";
+  fs::create_directories(dir);
+  fs::copy_file(k_tiny_config, dir / "config.json");
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"metadata": {"total_size": 15231233024}, "weight_map": {}})";
+  const Environment env;
+  const auto warnings = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {dir.string(), "--gpus", "1xH100",
+                                     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = run_env(args, env);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["warnings"].dump();
+  };
+  // Loaded as stored (bf16): the count agrees, nothing to say.
+  CHECK(warnings({}).find("total_size") == std::string::npos);
+  // Quantized on load: 15,231,233,024 B = 14.19 GiB, not what the GPU holds.
+  CHECK(warnings({"--quant", "nf4"})
+            .find("the safetensors index's metadata.total_size (14.19 GiB) "
+                  "is not the weights' size here: the checkpoint stores them "
+                  "in bf16 and this run loads them in nf4") !=
+        std::string::npos);
+  CHECK(warnings({"--dtype", "fp32"}).find("loads them in fp32") !=
+        std::string::npos);
+}

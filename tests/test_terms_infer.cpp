@@ -117,6 +117,32 @@ TEST_CASE("terms: hf_logits keeps the last position in dtype and fp32",
   s.batch = 4;
   // 4 sequences x 32,000 x (2 + 4) B = 768,000 B.
   CHECK(hf_logits(llama2_7b(), s) == 768000);
+  // transformers 4.45 (num_logits_to_keep=1, still .float()): the same.
+  s.transformers_release = Release{4, 45, 0};
+  CHECK(hf_logits(llama2_7b(), s) == 768000);
+  // 4.44: every position, bf16 and its fp32 upcast: 4 x 4,096 x 32,000 x
+  // (2 + 4) = 3,145,728,000 B; an fp32 model's .float() copies nothing:
+  // x 4 B = 2,097,152,000 B.
+  s.transformers_release = Release{4, 44, 2};
+  CHECK(hf_logits(llama2_7b(), s) == 3145728000);
+  s.dtype = Dtype::fp32;
+  CHECK(hf_logits(llama2_7b(), s) == 2097152000);
+}
+
+TEST_CASE(
+    "terms: transformers before 4.42 decodes with two KV caches and the "
+    "prefill's logits",
+    "[terms]") {
+  Resolved s = hf_setup();
+  s.batch = 8;
+  CHECK_FALSE(hf_tuple_cache(s));
+  s.transformers_release = Release{4, 42, 0};
+  CHECK_FALSE(hf_tuple_cache(s));
+  s.transformers_release = Release{4, 41, 3};
+  CHECK(hf_tuple_cache(s));
+  // Step 2 holds the prefill's fp32 logits: 8 x 4,096 x 32,000 x 4 B =
+  // 4,194,304,000 B.
+  CHECK(hf_decode_logits(llama2_7b(), s) == 4194304000);
 }
 
 // --- vllm_profile.cpp

@@ -349,6 +349,33 @@ TEST_CASE(
   CHECK(weight_bytes(bf16, infer(), all) == 13476831232);
 }
 
+TEST_CASE(
+    "terms: the index's total_size sets the weights only for a checkpoint "
+    "loaded as stored",
+    "[terms]") {
+  Model fp8 = llama2_7b();
+  fp8.checkpoint_quant = Quant::fp8;
+  CHECK(checkpoint_size_use(fp8, infer_fp8()) == CheckpointSizeUse::absent);
+  fp8.checkpoint_bytes = 9152536576;
+  CHECK(checkpoint_size_use(fp8, infer_fp8()) == CheckpointSizeUse::as_stored);
+  // Dequantized to bf16 on load, or re-quantized to NF4: another format.
+  CHECK(checkpoint_size_use(fp8, infer()) == CheckpointSizeUse::converted);
+  Resolved nf4 = infer();
+  nf4.quant = Quant::nf4;
+  CHECK(checkpoint_size_use(fp8, nf4) == CheckpointSizeUse::converted);
+  // A bf16 checkpoint: loaded in bf16 it is counted; in fp32 it is cast.
+  Model bf16 = llama2_7b();
+  bf16.checkpoint_bytes = 13476839424;
+  CHECK(checkpoint_size_use(bf16, infer()) == CheckpointSizeUse::counted);
+  Resolved fp32 = infer();
+  fp32.dtype = Dtype::fp32;
+  CHECK(checkpoint_size_use(bf16, fp32) == CheckpointSizeUse::converted);
+  // DeepSeek-V3's index counts the MTP layer vLLM skips.
+  Model v3 = fp8;
+  v3.model_type = "deepseek_v3";
+  CHECK(checkpoint_size_use(v3, infer_fp8()) == CheckpointSizeUse::mtp_layer);
+}
+
 // --- kv_cache.cpp
 
 TEST_CASE("terms: kv_heads_per_gpu replicates KV heads below one per GPU",

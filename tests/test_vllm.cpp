@@ -525,15 +525,14 @@ Budget serve_release(const char* gpu, int tp, VllmVersion version,
 }  // namespace
 
 TEST_CASE("vllm: releases parse as X.Y or X.Y.Z and print back", "[vllm]") {
-  CHECK(vllm_version_from_text("0.8.5") == VllmVersion{0, 8, 5});
-  CHECK(vllm_version_from_text("v0.19") ==
-        VllmVersion{0, 19, k_vllm_any_patch});
-  CHECK_FALSE(vllm_version_from_text("0.8.x").has_value());
-  CHECK_FALSE(vllm_version_from_text("19").has_value());
-  CHECK(vllm_version_text(VllmVersion{0, 6, 5}) == "0.6.5");
-  CHECK(vllm_version_text(VllmVersion{0, 6, k_vllm_any_patch}) == "0.6");
+  CHECK(release_from_text("0.8.5") == VllmVersion{0, 8, 5});
+  CHECK(release_from_text("v0.19") == VllmVersion{0, 19, k_vllm_any_patch});
+  CHECK_FALSE(release_from_text("0.8.x").has_value());
+  CHECK_FALSE(release_from_text("19").has_value());
+  CHECK(release_text(VllmVersion{0, 6, 5}) == "0.6.5");
+  CHECK(release_text(VllmVersion{0, 6, k_vllm_any_patch}) == "0.6");
   // "0.6" is the newest 0.6.x: later than 0.6.5.
-  CHECK(*vllm_version_from_text("0.6") > VllmVersion{0, 6, 5});
+  CHECK(*release_from_text("0.6") > VllmVersion{0, 6, 5});
   CHECK(vllm_era_of(VllmVersion{0, 6, 6}) == VllmEra::v0);
   CHECK(vllm_era_of(VllmVersion{0, 10, 2}) == VllmEra::v1_early);
   CHECK(vllm_era_of(k_vllm_default_version) == VllmEra::current);

@@ -74,6 +74,10 @@ std::vector<LaunchBlock> launch_blocks(Framework framework, const Model& model,
                                join(w.unwritten, "; ")));
     return {};
   }
+  if (has(moves, "upgrade-transformers")) {
+    w.blocks.push_back(
+        {"environment", "pip install --upgrade 'transformers>=4.45'", ""});
+  }
   if (has(moves, "expandable-segments")) {
     // PyTorch's caching allocator (c10/cuda/CUDAAllocatorConfig.h).
     w.blocks.push_back({"environment",

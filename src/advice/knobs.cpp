@@ -323,6 +323,18 @@ Steps attention(const Start& k) {
   return {};
 }
 
+// transformers generate before 4.45 holds every prompt position's logits in
+// fp32, and before 4.42 two copies of the KV cache while decoding
+// (memory/hf_activations.cpp): upgrading frees both at no cost.
+Steps transformers_upgrade(const Start& k) {
+  if (!(k.r.transformers_release < k_transformers_last_logits)) {
+    return {};
+  }
+  return {{"upgrade-transformers",
+           "transformers 4.45 or newer (last-position logits, one KV cache)",
+           [](Setup& s) { s.transformers_release.reset(); }}};
+}
+
 Steps expandable_segments(const Start& k) {
   if (k.r.reserve && *k.r.reserve <= k_expandable_reserve) {
     return {};
@@ -493,6 +505,7 @@ constexpr std::array k_knobs = {
   KnobRow{"sequence parallelism",       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::sequence_parallel,     sequence_parallel},
   KnobRow{"attention",                  Jobs::hf,           KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   attention},
   KnobRow{"allocator reserve",          Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
+  KnobRow{"transformers release",       Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   transformers_upgrade},
   KnobRow{"allocator reserve",          Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
   KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   half_precision},
   KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   fp16_without_bf16},

@@ -87,12 +87,46 @@ Bytes hf_prefill_activations(const Model& m, const Resolved& s) {
       nf4_dequant_transient(m, s));
 }
 
-// GenerationMixin keeps only the last position's logits in prefill
-// (logits_to_keep=1 since transformers 4.45): b x vocab in dtype from
-// lm_head, plus the fp32 copy _sample() takes.
+// The prefill's logits by transformers release (generation/utils.py and
+// modeling_llama.py LlamaForCausalLM.forward):
+// - from 4.46 (#33902): lm_head over the last position only in dtype
+//   (logits_to_keep=1), and the fp32 copy _sample() takes of it;
+// - 4.45 (#31292, num_logits_to_keep=1): the last position, upcast with
+//   .float() in the model: the same bytes;
+// - before 4.45: lm_head over every prompt position, then
+//   `logits = logits.float()`: both copies live at the cast (one when the
+//   model already runs in fp32).
+bool hf_full_prefill_logits(const Resolved& s) {
+  return s.transformers_release < k_transformers_last_logits;
+}
+
 Bytes hf_logits(const Model& m, const Resolved& s) {
-  return saturated_bytes(as_double(s.batch) * as_double(m.vocab_size) *
-                         (dtype_bytes(s.dtype) + 4.0));
+  const double d = dtype_bytes(s.dtype);
+  const double rows = as_double(s.batch) * as_double(m.vocab_size);
+  if (hf_full_prefill_logits(s)) {
+    return saturated_bytes(rows * as_double(s.seq) * (d < 4 ? d + 4.0 : d));
+  }
+  return saturated_bytes(rows * (d + 4.0));
+}
+
+// generate before 4.42 keeps the cache as tuples in model_kwargs; the model
+// wraps them (DynamicCache.from_legacy_cache, 4.36-4.41) or concatenates in
+// each attention layer (before 4.36), and torch.cat makes a new tensor per
+// layer while the old tuple is still referenced: two full caches at the end
+// of every step (transformers #30536, "2 copies of the full cache in every
+// iteration"). From 4.42 generate carries one DynamicCache whose update()
+// replaces each layer's tensor, freeing the old one.
+bool hf_tuple_cache(const Resolved& s) {
+  return s.transformers_release < k_transformers_one_cache;
+}
+
+// Before 4.42 the loop takes `outputs.logits[:, -1, :]` as a view and never
+// deletes `outputs`, so the prefill's fp32 logits over every position
+// outlive step 1 (#30536: step 2 peaks at 2 x past KV + the first
+// iteration's logits).
+Bytes hf_decode_logits(const Model& m, const Resolved& s) {
+  return saturated_bytes(as_double(s.batch) * as_double(s.seq) *
+                         as_double(m.vocab_size) * 4.0);
 }
 
 }  // namespace oomplan::memory_terms

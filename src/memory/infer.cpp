@@ -22,6 +22,7 @@ struct HfStage {
   Bytes kv = 0;
   Bytes activations = 0;
   Bytes logits = 0;
+  Phase phase = Phase::prefill;
   Bytes allocated() const { return weights + kv + activations + logits; }
 };
 
@@ -39,6 +40,18 @@ HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
   }
   st.activations = r.end > r.begin ? hf_prefill_activations(m, s) : 0;
   st.logits = r.last ? hf_logits(m, s) : 0;
+  if (hf_tuple_cache(s)) {
+    // A decode step holds the old and the new cache (and, at step 2, the
+    // prefill's logits); its activations over one token are negligible.
+    HfStage decode = st;
+    decode.kv = 2 * st.kv;
+    decode.activations = 0;
+    decode.logits = r.last ? hf_decode_logits(m, s) : 0;
+    decode.phase = Phase::decode;
+    if (decode.allocated() > st.allocated()) {
+      return decode;
+    }
+  }
   return st;
 }
 
@@ -79,19 +92,30 @@ void add_hf(const Model& m, const Gpu& gpu, const Resolved& s, Budget& budget) {
   budget.add("weights", worst.weights,
              "params per GPU (heads and MLP columns / tp, KV heads "
              "max(1, kv/tp), norms replicated) x bytes of dtype/quant");
+  const bool decode = worst.phase == Phase::decode;
   budget.add("kv_cache", worst.kv,
-             "batch x seq x 2 (K,V) x layers x kv_heads/tp x head_dim x "
-             "kv bytes (MLA: latent; sliding layers capped at the window)");
+             decode ? "2 x (batch x seq x 2 (K,V) x layers x kv_heads/tp x "
+                      "head_dim x kv bytes): a decode step's old and new "
+                      "tuple caches (transformers < 4.42)"
+                    : "batch x seq x 2 (K,V) x layers x kv_heads/tp x "
+                      "head_dim x kv bytes (MLA: latent; sliding layers "
+                      "capped at the window)");
   budget.add("activations", worst.activations,
-             s.attn == Attn::eager
+             decode ? "decode step over one token (negligible)"
+             : s.attn == Attn::eager
                  ? "prefill: 3 hidden buffers + max(attention incl. b x "
                    "heads x s^2 scores (2 x dtype + fp32 softmax), MLP "
                    "3 x b x s x I/tp)"
                  : "prefill: 3 hidden buffers + max(q,k,v,o projections "
                    "(linear in s), MLP 3 x b x s x I/tp) x dtype");
   budget.add("logits", worst.logits,
-             "last position only (logits_to_keep=1): batch x vocab x "
-             "(dtype + fp32 copy)");
+             decode ? "the prefill's fp32 logits, batch x seq x vocab x 4, "
+                      "kept through decode step 2 (transformers < 4.42)"
+             : hf_full_prefill_logits(s)
+                 ? "every prompt position (transformers < 4.45): batch x "
+                   "seq x vocab x (dtype + fp32 upcast)"
+                 : "last position only (logits_to_keep=1): batch x vocab x "
+                   "(dtype + fp32 copy)");
   budget.add("overhead", overhead,
              "CUDA context 400 MiB + cuBLAS workspace (+ NCCL when GPUs "
              "talk)");
@@ -100,7 +124,7 @@ void add_hf(const Model& m, const Gpu& gpu, const Resolved& s, Budget& budget) {
   budget.peak.allocated_bytes = allocated;
   budget.peak.reserved_bytes = allocated + fragmentation;
   budget.peak.device_bytes = allocated + fragmentation + overhead;
-  budget.peak.phase = Phase::prefill;
+  budget.peak.phase = worst.phase;
 }
 
 // ---------------------------------------------------------------------------
@@ -114,7 +138,7 @@ void describe_vllm(const Model& m, const Gpu& gpu, const Resolved& s,
   const VllmGraphs graphs = vllm_graphs(s);
   const VllmComm comm =
       vllm_comm(gpu, s.vllm_release, s.tp, s.pp, s.gpus, s.p2p);
-  p.version = vllm_version_text(s.vllm_release);
+  p.version = release_text(s.vllm_release);
   p.engine = std::string(vllm_engine_name(s.vllm_engine));
   p.engine_reason = engine.reason;
   p.profiler = std::string(

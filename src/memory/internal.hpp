@@ -204,8 +204,17 @@ double hf_mlp_transient(const Model& m, const Resolved& s);
 double nf4_dequant_transient(const Model& m, const Resolved& s);
 // hidden + max(attention, MLP) + dequant.
 Bytes hf_prefill_activations(const Model& m, const Resolved& s);
-// The last position's logits and their fp32 copy.
+// The prefill's logits: the last position's and their fp32 copy, or (before
+// transformers 4.45) every position's, upcast to fp32.
 Bytes hf_logits(const Model& m, const Resolved& s);
+// Before transformers 4.45 the prefill computes every position's logits.
+bool hf_full_prefill_logits(const Resolved& s);
+// Before transformers 4.42 generate passes the KV cache as tuples: each
+// decode step builds the new cache while the old one is still referenced.
+bool hf_tuple_cache(const Resolved& s);
+// What else a decode step of a tuple-cache release holds: the prefill's
+// fp32 logits over every position, which generate keeps through step 2.
+Bytes hf_decode_logits(const Model& m, const Resolved& s);
 
 // --- vLLM start-up profile (vllm_profile.cpp) -------------------------------
 

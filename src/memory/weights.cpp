@@ -340,8 +340,7 @@ double held_weight_bytes(const Model& m, const Resolved& setup,
 // models/deepseek_v2.py skips it), which its index counts.
 double checkpoint_correction(const Model& m, const Resolved& setup,
                              const WeightShare& share, double here) {
-  if (m.checkpoint_bytes <= 0 || setup.quant == Quant::none ||
-      setup.quant != m.checkpoint_quant || m.model_type == "deepseek_v3") {
+  if (checkpoint_size_use(m, setup) != CheckpointSizeUse::as_stored) {
     return 0;
   }
   WeightShare whole;
@@ -360,6 +359,26 @@ double checkpoint_correction(const Model& m, const Resolved& setup,
 }
 
 }  // namespace
+
+CheckpointSizeUse checkpoint_size_use(const Model& m, const Resolved& setup) {
+  if (m.checkpoint_bytes <= 0) {
+    return CheckpointSizeUse::absent;
+  }
+  // A quantized checkpoint is stored in its own format whatever --dtype
+  // says (its scales and unquantized modules in torch_dtype); a 16-bit one
+  // in checkpoint_dtype.
+  const bool as_stored =
+      setup.quant == m.checkpoint_quant &&
+      (setup.quant != Quant::none || setup.dtype == m.checkpoint_dtype);
+  if (!as_stored) {
+    return CheckpointSizeUse::converted;
+  }
+  if (m.model_type == "deepseek_v3") {
+    return CheckpointSizeUse::mtp_layer;
+  }
+  return setup.quant == Quant::none ? CheckpointSizeUse::counted
+                                    : CheckpointSizeUse::as_stored;
+}
 
 Bytes weight_bytes(const Model& model, const Resolved& setup,
                    const WeightShare& share) {

@@ -418,6 +418,38 @@ Json setup_json(const Model& model, const Gpu& gpu, const Setup& request,
   return out;
 }
 
+namespace {
+
+// The checkpoint's stored format and the run's: "fp8", "bf16".
+std::string_view weight_format(Quant quant, Dtype dtype) {
+  return quant != Quant::none ? quant_name(quant) : dtype_name(dtype);
+}
+
+// Why the safetensors index's metadata.total_size does not set the weights
+// (memory.hpp checkpoint_size_use); empty when it does or agrees.
+std::string checkpoint_size_text(const Model& m, const Resolved& s) {
+  const std::string size =
+      fmt::format("the safetensors index's metadata.total_size ({} GiB)",
+                  gib(m.checkpoint_bytes));
+  switch (checkpoint_size_use(m, s)) {
+    case CheckpointSizeUse::converted:
+      return fmt::format(
+          "{} is not the weights' size here: the checkpoint stores them in "
+          "{} and this run loads them in {}, priced per parameter",
+          size, weight_format(m.checkpoint_quant, m.checkpoint_dtype),
+          weight_format(s.quant, s.dtype));
+    case CheckpointSizeUse::mtp_layer:
+      return fmt::format(
+          "{} counts the multi-token-prediction layer, which is not loaded "
+          "for decoding: the weights are priced per parameter",
+          size);
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> warning_texts(const Plan& plan) {
   std::vector<std::string> texts;
   const Budget& b = plan.budget;
@@ -493,6 +525,15 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         "flash attention needs compute capability 8.0 or newer; {} falls back "
         "to sdpa",
         gpu_name));
+  }
+  // The user's own checkpoint (a path or the Hugging Face cache): say why
+  // its index's size was not used. The catalog's sizes are its own.
+  if (plan.model != nullptr && plan.origin.step != ModelStep::catalog &&
+      plan.origin.step != ModelStep::mirror &&
+      !b.has(Warning::mxfp4_dequantized)) {
+    if (auto why = checkpoint_size_text(*plan.model, s); !why.empty()) {
+      texts.push_back(std::move(why));
+    }
   }
   if (b.has(Warning::mxfp4_dequantized)) {
     texts.emplace_back(

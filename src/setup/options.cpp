@@ -555,6 +555,33 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{std::string(attn_name(c.resolved.attn))}; }},
   OptionRow{
+    "--transformers-version", "transformers_version", OptionGroup::workload, "X.Y",
+    "transformers release that runs generate (engine hf: before 4.45 the prefill's logits "
+    "cover every position in fp32; before 4.42 decoding holds two copies of the KV cache)",
+    "5.17", nullptr,
+    [](Setup& s, std::string_view t) {
+      const auto release = release_from_text(t);
+      if (!release) {
+        throw Error(fmt::format(
+            "--transformers-version '{}' is not a version; use X.Y such as 4.41 or 4.46", t));
+      }
+      s.transformers_release = *release;
+    },
+    [](const OptionContext& c) {
+      return c.setup.transformers_release && c.setup.engine == Engine::hf && !c.setup.training() &&
+                     *c.setup.transformers_release != k_transformers_default
+                 ? words("--transformers-version", release_text(*c.setup.transformers_release))
+                 : Words{};
+    },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return s.engine == Engine::hf && !s.training() &&
+                     s.transformers_release != k_transformers_default
+                 ? fmt::format("transformers {}", release_text(s.transformers_release))
+                 : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{release_text(c.resolved.transformers_release)}; }},
+  OptionRow{
     "--gpu-util", "gpu_util", OptionGroup::serving, "FLOAT",
     "vLLM gpu_memory_utilization, above 0 and at most 1", "0.9", nullptr,
     [](Setup& s, std::string_view t) {
@@ -657,7 +684,7 @@ const std::array k_rows = {
     "vLLM release, X.Y or X.Y.Z (engine, profiler and defaults differ by release)",
     "0.19", nullptr,
     [](Setup& s, std::string_view t) {
-      const auto release = vllm_version_from_text(t);
+      const auto release = release_from_text(t);
       if (!release) {
         throw Error(fmt::format(
             "--vllm-version '{}' is not a version; use X.Y such as 0.6 or 0.11", t));
@@ -671,7 +698,7 @@ const std::array k_rows = {
       }
       if (c.setup.vllm_release) {
         return *c.setup.vllm_release != k_vllm_default_version
-                   ? words("--vllm-version", vllm_version_text(*c.setup.vllm_release))
+                   ? words("--vllm-version", release_text(*c.setup.vllm_release))
                    : Words{};
       }
       return c.setup.vllm_version != k_default.vllm_version
@@ -681,7 +708,7 @@ const std::array k_rows = {
     [](const OptionContext& c) {
       const Resolved& s = c.resolved;
       return s.engine == Engine::vllm && !s.training()
-                 ? fmt::format("vLLM {} ({})", vllm_version_text(s.vllm_release),
+                 ? fmt::format("vLLM {} ({})", release_text(s.vllm_release),
                                vllm_engine_name(s.vllm_engine))
                  : std::string();
     },
@@ -691,7 +718,7 @@ const std::array k_rows = {
     nullptr, nullptr,
     [](const OptionContext&) { return Words{}; },
     [](const OptionContext&) { return std::string(); },
-    [](const OptionContext& c) { return SetupValue{vllm_version_text(c.resolved.vllm_release)}; }},
+    [](const OptionContext& c) { return SetupValue{release_text(c.resolved.vllm_release)}; }},
   OptionRow{
     "", "vllm_engine", OptionGroup::serving, "",
     "the engine that release runs here: v0 or v1", "", nullptr, nullptr,

@@ -68,6 +68,8 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.enforce_eager = s.enforce_eager;
   r.vllm_version = s.vllm_version;
   r.vllm_release = s.vllm_release.value_or(vllm_era_release(s.vllm_version));
+  r.transformers_release =
+      s.transformers_release.value_or(k_transformers_default);
   r.overhead_gib = s.overhead_gib;
   r.reserve = s.reserve;
   r.price = s.price;

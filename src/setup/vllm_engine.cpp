@@ -87,53 +87,10 @@ std::string vllm_removed_error(const Model& model, VllmVersion version) {
       return fmt::format(
           "vLLM {} removed {} with V0's encoder-decoder runner (#24907); plan "
           "it with --vllm-version 0.10",
-          vllm_version_text(arch.v1_from), model.model_type);
+          release_text(arch.v1_from), model.model_type);
     }
   }
   return {};
-}
-
-std::optional<VllmVersion> vllm_version_from_text(std::string_view text) {
-  // "X.Y" or "X.Y.Z", an optional leading 'v'; numbers of at most 4 digits.
-  std::size_t i = 0;
-  auto read_number = [&](int& out) {
-    const std::size_t start = i;
-    out = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' &&
-           i - start < 4) {
-      out = out * 10 + (text[i] - '0');
-      ++i;
-    }
-    return i > start;
-  };
-  if (!text.empty() && text[0] == 'v') {
-    ++i;
-  }
-  VllmVersion version{0, 0, k_vllm_any_patch};
-  if (!read_number(version.major) || i >= text.size() || text[i] != '.') {
-    return std::nullopt;
-  }
-  ++i;
-  if (!read_number(version.minor)) {
-    return std::nullopt;
-  }
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    if (!read_number(version.patch) || version.patch >= k_vllm_any_patch) {
-      return std::nullopt;
-    }
-  }
-  if (i != text.size()) {
-    return std::nullopt;
-  }
-  return version;
-}
-
-std::string vllm_version_text(VllmVersion version) {
-  if (version.patch != k_vllm_any_patch && version.patch != 0) {
-    return fmt::format("{}.{}.{}", version.major, version.minor, version.patch);
-  }
-  return fmt::format("{}.{}", version.major, version.minor);
 }
 
 std::string_view vllm_engine_name(VllmEngine engine) {
@@ -201,7 +158,7 @@ VllmEngine decide_engine(const Model& model, const Gpu& gpu,
         return fmt::format(
             "V0: an fp8 KV cache on this card falls back to "
             "V0 in {}",
-            vllm_version_text(version));
+            release_text(version));
       });
     }
   }
@@ -217,7 +174,7 @@ VllmEngine decide_engine(const Model& model, const Gpu& gpu,
     if (model.model_type == arch.model_type && version < arch.v1_from) {
       return decided(why, VllmEngine::v0, [&] {
         return fmt::format("V0: {} is a V0 architecture before {}",
-                           model.model_type, vllm_version_text(arch.v1_from));
+                           model.model_type, release_text(arch.v1_from));
       });
     }
   }

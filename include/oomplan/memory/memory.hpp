@@ -197,6 +197,20 @@ struct WeightShare {
 Bytes weight_bytes(const Model& model, const Resolved& setup,
                    const WeightShare& share);
 
+// How the safetensors index's metadata.total_size (Model::checkpoint_bytes)
+// enters weight_bytes(): it sets the weights only when the run loads the
+// checkpoint as stored; the report says why when it does not.
+enum class CheckpointSizeUse {
+  absent,     // no index was read
+  as_stored,  // a quantized checkpoint loaded in its own format: used
+  counted,    // 16-bit, loaded in its dtype: the parameters are counted
+              // exactly (what the index adds are buffers no engine loads)
+  converted,  // the run quantizes, dequantizes or casts the weights on load
+  mtp_layer,  // DeepSeek-V3: the index counts the MTP layer, not loaded
+};
+CheckpointSizeUse checkpoint_size_use(const Model& model,
+                                      const Resolved& setup);
+
 // KV-cache bytes per token on one GPU for layers [begin, end) (no window cap),
 // in kv dtype.
 Bytes kv_bytes_per_token(const Model& model, const Resolved& setup,

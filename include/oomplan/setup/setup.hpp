@@ -110,6 +110,16 @@ enum class VllmEra {
 // config says fsdp_version: 2; their launch readers give --fsdp-version 1.
 inline constexpr int k_default_fsdp_version = 2;
 
+// The transformers release planned without --transformers-version: the one
+// tests/data/measured ran (5.17). Every release from 4.46 allocates the same
+// in generate (memory/hf_activations.cpp).
+inline constexpr Release k_transformers_default{5, 17, 0};
+// generate's prefill computes the last position's logits only from 4.45
+// (#31292, num_logits_to_keep); it carries one DynamicCache through decoding,
+// instead of tuples rebuilt each step, from 4.42 (#30536).
+inline constexpr Release k_transformers_last_logits{4, 45, 0};
+inline constexpr Release k_transformers_one_cache{4, 42, 0};
+
 // The default --min-headroom margin, as a share of the card: a plan that fits
 // with less free gets the low-headroom warning, and a fix must keep at least
 // this much. The caching allocator's fragmentation varies by 2-5 % of the
@@ -166,6 +176,8 @@ struct Setup {
   // --precompute-ref: the reference log-probs computed once before training
   // (TRL precompute_ref_log_probs), so no reference model is held.
   bool precompute_ref = false;
+  // --transformers-version (engine hf; nullopt: k_transformers_default).
+  std::optional<Release> transformers_release{};
   // Serving (vLLM).
   double gpu_util = 0.9;  // gpu_memory_utilization
   std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
@@ -238,6 +250,7 @@ struct Resolved {
   // --precompute-ref: the reference log-probs computed once before training
   // (TRL precompute_ref_log_probs), so no reference model is held.
   bool precompute_ref = false;
+  Release transformers_release = k_transformers_default;  // engine hf
   // Serving (vLLM).
   double gpu_util = 0.9;
   std::int64_t max_num_batched_tokens = 8192;

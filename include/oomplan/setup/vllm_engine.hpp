@@ -9,6 +9,7 @@
 #include "oomplan/model/dtype.hpp"
 #include "oomplan/model/gpu.hpp"
 #include "oomplan/model/model.hpp"
+#include "oomplan/util/release.hpp"
 
 #include <compare>
 #include <cstdint>
@@ -21,13 +22,8 @@ namespace oomplan {
 
 // A vLLM release. `patch` k_vllm_any_patch stands for "the newest X.Y.Z"
 // (what "--vllm-version 0.6" means).
-struct VllmVersion {
-  int major = 0;
-  int minor = 19;
-  int patch = 0;
-  friend auto operator<=>(const VllmVersion&, const VllmVersion&) = default;
-};
-inline constexpr int k_vllm_any_patch = 99;
+using VllmVersion = Release;
+inline constexpr int k_vllm_any_patch = k_any_patch;
 
 // A release by number, for the tables that compare against one.
 constexpr VllmVersion vllm_release(int major, int minor, int patch = 0) {
@@ -38,12 +34,6 @@ constexpr VllmVersion vllm_release(int major, int minor, int patch = 0) {
 // profile oomplan checked against logs (llm-d-planner's v0.19.0 sweep in
 // shared/validation).
 inline constexpr VllmVersion k_vllm_default_version{0, 19, 0};
-
-// "0.19", "0.6.5", "v0.8.5" -> version ("0.6" -> 0.6.99); nullopt when
-// unparsable.
-std::optional<VllmVersion> vllm_version_from_text(std::string_view text);
-// "0.19", "0.6.5", "0.6" (for patch k_vllm_any_patch).
-std::string vllm_version_text(VllmVersion version);
 
 // Why this release refuses an architecture it no longer has (mllama, bart
 // and florence2 from 0.11); empty when it runs it.
