@@ -258,45 +258,11 @@ std::string lora_targets_text(unsigned targets) {
 
 std::optional<VllmEra> vllm_era_from_text(std::string_view text) {
   // "X.Y" or "X.Y.Z"; only the major and minor numbers matter.
-  int major = 0;
-  int minor = 0;
-  std::size_t i = 0;
-  auto read_number = [&](int& out) {
-    const std::size_t start = i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' &&
-           i - start < 4) {
-      out = out * 10 + (text[i] - '0');
-      ++i;
-    }
-    return i > start;
-  };
-  if (!text.empty() && text[0] == 'v') {
-    ++i;
-  }
-  if (!read_number(major) || i >= text.size() || text[i] != '.') {
+  const auto release = release_from_text(text);
+  if (!release) {
     return std::nullopt;
   }
-  ++i;
-  if (!read_number(minor)) {
-    return std::nullopt;
-  }
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    int patch = 0;
-    if (!read_number(patch)) {
-      return std::nullopt;
-    }
-  }
-  if (i != text.size()) {
-    return std::nullopt;
-  }
-  if (major == 0 && minor <= 6) {
-    return VllmEra::v0;
-  }
-  if (major == 0 && minor <= 10) {
-    return VllmEra::v1_early;
-  }
-  return VllmEra::current;
+  return vllm_era_of(*release);
 }
 
 VllmEra vllm_era_of(VllmVersion version) {
