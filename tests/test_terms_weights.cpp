@@ -141,7 +141,8 @@ TEST_CASE("terms: mxfp4_padding pads expert columns by kernel", "[terms]") {
   const Mxfp4Padding hopper = mxfp4_padding(2880, 2880, 90);
   CHECK(hopper.inter == 2880);
   CHECK(hopper.hidden == 2880);
-  CHECK(hopper.fp32_bias);
+  CHECK(hopper.kernel == Mxfp4Kernel::triton);
+  CHECK(hopper.fp32_bias());
   CHECK(mxfp4_padding(2880, 2880, 0).inter == 2880);
   // tp 4: 720 columns -> 768 (12 x 64).
   CHECK(mxfp4_padding(720, 2880, 90).inter == 768);
@@ -149,14 +150,43 @@ TEST_CASE("terms: mxfp4_padding pads expert columns by kernel", "[terms]") {
   const Mxfp4Padding blackwell = mxfp4_padding(2880, 2880, 100);
   CHECK(blackwell.inter == 3072);
   CHECK(blackwell.hidden == 3072);
+  CHECK(blackwell.kernel == Mxfp4Kernel::flashinfer);
   // Ampere and SM120 (Marlin): columns to 128 (2944 = 23 x 128), hidden to
   // 256, biases in dtype.
   for (const int cc : {80, 120}) {
     const Mxfp4Padding marlin = mxfp4_padding(2880, 2880, cc);
     CHECK(marlin.inter == 2944);
     CHECK(marlin.hidden == 3072);
-    CHECK_FALSE(marlin.fp32_bias);
+    CHECK(marlin.kernel == Mxfp4Kernel::marlin);
+    CHECK_FALSE(marlin.fp32_bias());
   }
+}
+
+TEST_CASE(
+    "terms: vLLM's Triton MXFP4 backend keeps the checkpoint's scales before "
+    "0.21",
+    "[terms]") {
+  // gpt-oss-120b: 36 layers x 128 experts x (2880 x 5760 gate_up + 2880 x
+  // 2880 down) = 114,661,785,600 expert weights; their E8M0 scales, one
+  // byte per 32: 3,583,180,800 B (3.34 GiB), what vllm#33155's 64.38 GiB
+  // at TP1 on an H100 (0.14.1) holds above the 60.87 GiB of the layout.
+  const Model m = find_model(test::catalog(), "gpt-oss-120b");
+  Resolved s;
+  s.engine = Engine::vllm;
+  s.quant = Quant::mxfp4;
+  s.vllm_release = vllm_release(0, 14, 1);
+  const double experts = 114661785600.0;
+  CHECK(mxfp4_retained_scales(m, s, experts, 90) == 3583180800.0);
+  CHECK(mxfp4_retained_scales(m, s, experts, 0) == 3583180800.0);
+  // Marlin (Ampere) and FlashInfer (Blackwell) convert in place; from 0.21
+  // Triton frees them (#46549); transformers never had them.
+  CHECK(mxfp4_retained_scales(m, s, experts, 80) == 0);
+  CHECK(mxfp4_retained_scales(m, s, experts, 100) == 0);
+  s.vllm_release = vllm_release(0, 21);
+  CHECK(mxfp4_retained_scales(m, s, experts, 90) == 0);
+  s.vllm_release = vllm_release(0, 14, 1);
+  s.engine = Engine::hf;
+  CHECK(mxfp4_retained_scales(m, s, experts, 90) == 0);
 }
 
 TEST_CASE("terms: mxfp4_expert_params scales experts by the padded shape",

@@ -73,12 +73,19 @@ TpParams tp_linear_params(const Model& m, const ParamCounts& c, double tp,
 
 // vLLM's MXFP4 MoE expert shapes on one GPU for a card's compute capability:
 // padded columns per GPU and padded hidden size.
+enum class Mxfp4Kernel { triton, flashinfer, marlin };
 struct Mxfp4Padding {
   std::int64_t inter = 0;
   std::int64_t hidden = 0;
-  bool fp32_bias = false;
+  Mxfp4Kernel kernel = Mxfp4Kernel::triton;
+  // Triton and FlashInfer keep the expert biases in fp32.
+  bool fp32_bias() const { return kernel != Mxfp4Kernel::marlin; }
 };
 Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc);
+// The checkpoint's expert scales that vLLM's Triton backend leaves
+// allocated (before 0.21): experts / 32 bytes.
+double mxfp4_retained_scales(const Model& m, const Resolved& setup,
+                             double experts, int cc);
 
 // Routed-expert parameters as vLLM's MXFP4 kernels pad them (engine vllm).
 double mxfp4_expert_params(const Model& m, const Resolved& setup,

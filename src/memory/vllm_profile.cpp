@@ -61,7 +61,7 @@ VllmMoeActivation vllm_moe_activation(const Model& m, const Gpu& gpu,
     const std::int64_t part = m.moe_intermediate_size / tp;
     const int cc = gpu.compute_capability;
     const Mxfp4Padding pad = mxfp4_padding(part, m.hidden_size, cc);
-    const bool marlin = cc != 0 && (cc < 90 || cc >= 110);
+    const bool marlin = pad.kernel == Mxfp4Kernel::marlin;
     moe.forward = marlin ? t * k *
                                (as_double(std::max(2 * pad.inter, pad.hidden)) +
                                 as_double(pad.inter)) *

@@ -127,12 +127,30 @@ Mxfp4Padding mxfp4_padding(std::int64_t part, std::int64_t hidden, int cc) {
     return ceil_div(v, to) * to;
   };
   if (cc == 0 || (cc >= 90 && cc < 100)) {
-    return {up(part, 64), hidden, true};
+    return {up(part, 64), hidden, Mxfp4Kernel::triton};
   }
   if (cc >= 100 && cc < 110) {
-    return {up(part, 256), up(hidden, 256), true};
+    return {up(part, 256), up(hidden, 256), Mxfp4Kernel::flashinfer};
   }
-  return {up(part, 128), up(hidden, 256), false};
+  return {up(part, 128), up(hidden, 256), Mxfp4Kernel::marlin};
+}
+
+// The Triton backend's process_weights_after_loading swizzles the expert
+// scales into a new tensor and, before vLLM #46549 ("Free unused MXFP4
+// scales in OAI Triton Backend", 2026-06, taken as 0.21), leaves the
+// checkpoint's w13/w2 weight scales allocated: one more E8M0 byte per 32
+// expert weights. gpt-oss-120b at TP1 on an H100, vLLM 0.14.1: "Model
+// loading took 64.38 GiB" (vllm#33155) against 60.87 GiB without them.
+double mxfp4_retained_scales(const Model& m, const Resolved& setup,
+                             double experts, int cc) {
+  if (setup.engine != Engine::vllm ||
+      setup.vllm_release >= vllm_release(0, 21) ||
+      m.moe_intermediate_size < setup.tp) {
+    return 0;
+  }
+  const Mxfp4Padding pad =
+      mxfp4_padding(m.moe_intermediate_size / setup.tp, m.hidden_size, cc);
+  return pad.kernel == Mxfp4Kernel::triton ? experts / 32.0 : 0.0;
 }
 
 double mxfp4_expert_params(const Model& m, const Resolved& setup,
@@ -163,7 +181,7 @@ double mxfp4_bias_bytes(const Model& m, const Resolved& setup,
   // every GPU) per expert, in place of the checkpoint's bf16 ones in c.small;
   // fp32 after the Triton and FlashInfer kernels'
   // process_weights_after_loading.
-  const double bias_bytes = pad.fp32_bias ? 4.0 : dtype;
+  const double bias_bytes = pad.fp32_bias() ? 4.0 : dtype;
   const double per_layer_bf16 =
       static_cast<double>(m.num_experts) *
       static_cast<double>(2 * m.moe_intermediate_size + m.hidden_size);
@@ -187,6 +205,7 @@ double quantized_linear_bytes(const Model& m, const Resolved& setup,
     const double experts = mxfp4_expert_params(m, setup, p.experts, cc);
     double bytes = 0;
     bytes += mxfp4_bias_bytes(m, setup, ls.moe_here, cc);
+    bytes += mxfp4_retained_scales(m, setup, p.experts, cc);
     bytes += (p.attention + p.mlp + p.shared) * dtype +
              linear_bytes(setup.quant, experts, experts / h, dtype, false);
     return bytes;
