@@ -253,7 +253,7 @@ std::string error_of(F&& f) {
 
 TEST_CASE("catalog: the shipped catalog holds every model, GPU and instance",
           "[catalog]") {
-  CHECK(catalog().models.size() == 168);
+  CHECK(catalog().models.size() == 175);
   CHECK(catalog().gpus.size() == 30);
   CHECK(catalog().instances.size() == 54);
 }
@@ -1272,13 +1272,13 @@ TEST_CASE("catalog: hybrid and state-space models state their layer kinds",
 
 TEST_CASE("catalog: a vision-language id is never corrected to its text model",
           "[catalog]") {
-  // "Qwen/Qwen2.5-VL-3B-Instruct" (not in the catalog) is three edits from
-  // the text-only "Qwen/Qwen2.5-3B-Instruct", a different model (no vision
+  // "Qwen/Qwen2.5-VL-32B-Instruct" (not in the catalog) is three edits from
+  // the text-only "Qwen/Qwen2.5-32B-Instruct", a different model (no vision
   // tower); the 7B VL model is its own entry, with its tower.
   const std::string message = error_of(
-      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-3B-Instruct"); });
+      [] { oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-32B-Instruct"); });
   CHECK(message.find("did you mean") == std::string::npos);
-  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-3B-Instruct'", 0) == 0);
+  CHECK(message.rfind("unknown model 'Qwen/Qwen2.5-VL-32B-Instruct'", 0) == 0);
   const auto& vl =
       oomplan::find_model(catalog(), "Qwen/Qwen2.5-VL-7B-Instruct");
   CHECK(vl.name == "qwen2.5-vl-7b");

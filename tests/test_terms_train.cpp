@@ -365,6 +365,22 @@ TEST_CASE("terms: op_saved_bytes stashes wq, wv, w1, w2 and attention",
   Resolved f8 = s;
   f8.float8 = true;
   CHECK(op_saved_bytes(plain, f8, dims(f8), false) == 325582848.0);
+  // The block input is the residual stream's: fp32 under
+  // prepare_model_for_kbit_training, as full checkpointing keeps it, so a
+  // layer per-op checkpointing saves nothing else of (a Mamba block, no
+  // attention or MLP matmuls counted) keeps exactly what full keeps:
+  // 4,096 tokens x 4 B x 4,096 = 67,108,864 B.
+  Model mamba = llama2_7b();
+  mamba.num_heads = 0;
+  mamba.num_kv_heads = 0;
+  mamba.head_dim = 0;
+  mamba.intermediate_size = 0;
+  mamba.mlp = MlpKind::none;
+  Resolved kbit = lora();
+  kbit.prepare_kbit = true;
+  CHECK(op_saved_bytes(mamba, kbit, dims(kbit), false) == 67108864.0);
+  CHECK(op_saved_bytes(mamba, kbit, dims(kbit), false) ==
+        checkpointed_input_bytes(kbit, dims(kbit)));
 }
 
 TEST_CASE("terms: layer_backward_bytes is the larger working set", "[terms]") {

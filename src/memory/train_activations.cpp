@@ -298,7 +298,10 @@ double op_saved_bytes(const Model& model, const Resolved& setup, const Dims& dm,
   // its fc2 is the block's sixth matmul, recomputed unless float8 saves it.
   const bool gated = model.mlp == MlpKind::gated;
   const double rep_div = dm.sp ? dm.t : 1.0;
-  double rep = d * h / rep_div;  // the checkpointed block input
+  // The checkpointed block input, in the residual stream's dtype (fp32
+  // under amp or prepare_model_for_kbit_training), as full checkpointing
+  // keeps it.
+  double rep = residual_stream_bytes(setup) * h / rep_div;
   // w2's output (under TP the rowwise partial sum, full size); float8 also
   // wo's.
   rep += ((gated || f8 ? 1.0 : 0.0) + (f8 ? 1.0 : 0.0)) * d * h;
