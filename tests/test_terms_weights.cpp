@@ -187,6 +187,14 @@ TEST_CASE(
   s.vllm_release = vllm_release(0, 14, 1);
   s.engine = Engine::hf;
   CHECK(mxfp4_retained_scales(m, s, experts, 90) == 0);
+  // They are held, never read: the bytes a decode step reads
+  // (WeightShare::unread false, the time model's) leave them out.
+  s.engine = Engine::vllm;
+  WeightShare read{0, m.num_layers, true, true};
+  read.unread = false;
+  const WeightShare held{0, m.num_layers, true, true};
+  CHECK(weight_bytes(m, s, held) - weight_bytes(m, s, read) ==
+        Approx(3583180800.0).margin(2));
 }
 
 TEST_CASE("terms: mxfp4_expert_params scales experts by the padded shape",

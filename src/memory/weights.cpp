@@ -205,7 +205,8 @@ double quantized_linear_bytes(const Model& m, const Resolved& setup,
     const double experts = mxfp4_expert_params(m, setup, p.experts, cc);
     double bytes = 0;
     bytes += mxfp4_bias_bytes(m, setup, ls.moe_here, cc);
-    bytes += mxfp4_retained_scales(m, setup, p.experts, cc);
+    bytes +=
+        share.unread ? mxfp4_retained_scales(m, setup, p.experts, cc) : 0.0;
     bytes += (p.attention + p.mlp + p.shared) * dtype +
              linear_bytes(setup.quant, experts, experts / h, dtype, false);
     return bytes;
@@ -365,6 +366,7 @@ double checkpoint_correction(const Model& m, const Resolved& setup,
   WeightShare whole;
   whole.layer_end = m.num_layers;
   whole.compute_capability = share.compute_capability;
+  whole.unread = share.unread;
   Resolved one = setup;
   one.tp = 1;
   const double all_here_engine = held_weight_bytes(m, one, whole);

@@ -48,8 +48,9 @@ double inter_node_bytes_s(const Gpu& gpu) {
 
 // Weights read per forward pass (all layers, split by tp), in bytes.
 double weight_read_bytes(const Model& model, const Resolved& setup) {
-  return static_cast<double>(weight_bytes(
-      model, setup, WeightShare{0, all_layers(model), true, true}));
+  WeightShare all{0, all_layers(model), true, true};
+  all.unread = false;
+  return static_cast<double>(weight_bytes(model, setup, all));
 }
 
 // Multiply-accumulate parameters one token touches: every linear layer that

@@ -193,6 +193,9 @@ struct WeightShare {
   // Engine vllm: the card's compute capability picks the MXFP4 MoE kernel
   // and so its weight padding (0: the Hopper default).
   int compute_capability = 0;
+  // false: only what the kernels read each step (the time model), without
+  // what is held but never read (vLLM Triton's leftover MXFP4 scales).
+  bool unread = true;
 };
 Bytes weight_bytes(const Model& model, const Resolved& setup,
                    const WeightShare& share);
