@@ -421,6 +421,26 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "advice: AutoAWQ's fused cache sized to the model's context is sized to "
+    "the job first",
+    "[advice]") {
+  // Mistral-7B AWQ, 8 x 2,048 tokens on an RTX 4090, fused with AutoAWQ's
+  // default max_seq_len (32,768 positions): 8 x 32,768 x 2 x 8 KV heads x 128
+  // x 2 B x 32 layers = 32 GiB of cache before a token. Sized to 2,048 it is
+  // 2 GiB and the job fits (AutoAWQ's README measured 16.82 GiB).
+  Setup s{.seq = 2048, .batch = 8, .dtype = Dtype::fp16, .quant = Quant::awq};
+  s.awq_fused_len = 32768;
+  const Planned p = plan_case({"mistral-7b-v0.1", "1xRTX4090", s});
+  REQUIRE_FALSE(p.budget.fits());
+  REQUIRE_FALSE(p.fixes.empty());
+  const Fix& first = p.fixes.front();
+  CHECK(first.id == "awq-fused-len");
+  CHECK(first.fits);
+  CHECK(first.setup.awq_fused_len == 2048);
+  CHECK(first.setup.batch == 8);
+}
+
 TEST_CASE("advice: a shorter sequence is a change of the job, listed last",
           "[advice]") {
   const Planned p =

@@ -478,6 +478,10 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
       {"llama3-70b --gpus 4xA100-80 --transformers-version 4",
        "--transformers-version '4' is not a version; use X.Y such as 4.41 or "
        "4.46"},
+      {"mistral-7b --gpus 1xL4 --awq-fused-len 2048",
+       "--awq-fused-len sizes AutoAWQ's fused-layer cache, which only AWQ "
+       "weights served with --engine hf (--mode infer) allocate; drop it, or "
+       "add --quant awq"},
       {"./no-such-dir/config.json --gpus 1xH100",
        "no such file './no-such-dir/config.json'"},
       {"llama3-70b --gpus 4xA100-80 --catalog /no-such-dir",

@@ -278,7 +278,7 @@ TEST_CASE("report: each warning bit becomes one sentence", "[report]") {
 
   // Every bit yields its own sentence.
   plan.budget.warnings = ~0U;
-  CHECK(warning_texts(plan).size() == 10);  // Warning has ten bits
+  CHECK(warning_texts(plan).size() == 11);  // Warning has eleven bits
 }
 
 TEST_CASE("report: markdown renders the budget as a table for PR comments",

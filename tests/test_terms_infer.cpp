@@ -145,6 +145,31 @@ TEST_CASE(
   CHECK(hf_decode_logits(llama2_7b(), s) == 4194304000);
 }
 
+TEST_CASE(
+    "terms: AutoAWQ fused layers preallocate their cache and run fp32-softmax "
+    "attention",
+    "[terms]") {
+  Resolved s = hf_setup();
+  s.batch = 8;
+  s.quant = Quant::awq;
+  s.awq_fused_len = 2048;
+  // Per layer: K and V 2 x 8 x 2,048 x 32 heads x 128 x 2 B = 268,435,456
+  // B, RoPE table 2 x 2,048 x 64 x 8 B = 2,097,152 B; x 32 layers =
+  // 8,657,043,456 B, whatever --seq.
+  CHECK(awq_fused_cache_bytes(llama2_7b(), s, 0, 32) == 8657043456);
+  s.seq = 16;
+  CHECK(awq_fused_cache_bytes(llama2_7b(), s, 0, 32) == 8657043456);
+  // Half the layers (a device_map split): half the bytes.
+  CHECK(awq_fused_cache_bytes(llama2_7b(), s, 0, 16) == 4328521728);
+  // Prefill over 2,048 tokens, --attn flash ignored: q,k,v,o 16,384 tokens x
+  // (64 + 64) x 128 x 2 B = 536,870,912; K/V repeated 2 x 16,384 x 32 x 128
+  // x 2 = 268,435,456; scores 8 x 32 x 2,048^2 x (2 + 8) B =
+  // 10,737,418,240; mask 2,048^2 x 2 = 8,388,608: 11,551,113,216 B.
+  s.seq = 2048;
+  s.attn = Attn::flash;
+  CHECK(hf_attention_transient(llama2_7b(), s) == 11551113216.0);
+}
+
 // --- vllm_profile.cpp
 
 TEST_CASE("terms: vllm_requested_bytes is gpu_util x capacity", "[terms]") {

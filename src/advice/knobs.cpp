@@ -335,6 +335,26 @@ Steps transformers_upgrade(const Start& k) {
            [](Setup& s) { s.transformers_release.reset(); }}};
 }
 
+// AutoAWQ's fused layers allocate their cache for max_seq_len tokens (by
+// default the model's whole context) and run eager fp32-softmax attention
+// over the prompt: size the cache to the job, or load the AWQ layers unfused
+// (transformers' default) so --attn applies and the cache grows with use.
+Steps awq_fused(const Start& k) {
+  if (k.r.awq_fused_len == 0) {
+    return {};
+  }
+  Steps steps;
+  if (k.r.awq_fused_len > k.r.seq) {
+    steps.push_back({"awq-fused-len", "AutoAWQ fused cache sized to --seq",
+                     [seq = k.r.seq](Setup& s) { s.awq_fused_len = seq; }});
+  }
+  steps.push_back({"awq-unfused",
+                   "AWQ layers unfused (no preallocated cache, no fp32 "
+                   "scores)",
+                   [](Setup& s) { s.awq_fused_len = 0; }});
+  return steps;
+}
+
 Steps expandable_segments(const Start& k) {
   if (k.r.reserve && *k.r.reserve <= k_expandable_reserve) {
     return {};
@@ -506,6 +526,7 @@ constexpr std::array k_knobs = {
   KnobRow{"attention",                  Jobs::hf,           KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   attention},
   KnobRow{"allocator reserve",          Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
   KnobRow{"transformers release",       Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   transformers_upgrade},
+  KnobRow{"AutoAWQ fused layers",       Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   awq_fused},
   KnobRow{"allocator reserve",          Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
   KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   half_precision},
   KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   fp16_without_bf16},

@@ -134,7 +134,14 @@ void write_generate(const Resolved& s, const Model& model, Out& out) {
                   s.dtype == Dtype::fp16   ? "float16"
                   : s.dtype == Dtype::fp32 ? "float32"
                                            : "bfloat16");
-  if (!own_quant(s, model)) {
+  if (s.awq_fused_len > 0 && own_quant(s, model)) {
+    // transformers' AwqConfig loads AutoAWQ's fused modules
+    // (integrations/awq.py fuse_awq_modules).
+    args += fmt::format(
+        ", quantization_config=AwqConfig(bits=4, do_fuse=True, "
+        "fuse_max_seq_len={})",
+        s.awq_fused_len);
+  } else if (!own_quant(s, model)) {
     // transformers quantizers (transformers/quantizers/auto.py).
     switch (s.quant) {
       case Quant::int8:

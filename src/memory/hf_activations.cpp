@@ -31,6 +31,15 @@ double hf_attention_transient(const Model& m, const Resolved& s) {
   // when no padding mask is needed (sdpa_attention.py use_gqa_in_sdpa) and
   // flash reads the KV heads directly.
   double attention = t * (2.0 * heads + 2.0 * kvh) * qk_dim * d;
+  if (s.awq_fused_len > 0) {
+    // AutoAWQ QuantAttentionFused over the prompt, whatever --attn: K and V
+    // repeat_interleave'd to every query head, fp16 scores, then
+    // F.softmax(scores.float()) holds the fp32 copy and the fp32 result
+    // beside them (2 + 4 + 4 B per score), and one (1, 1, s, s) causal mask
+    // (awq/modules/fused/attn.py, awq/utils/fused_utils.py).
+    return attention + 2.0 * t * heads * qk_dim * d +
+           b * heads * seq * seq * (d + 8.0) + seq * seq * d;
+  }
   if (s.attn == Attn::eager) {
     attention += 2.0 * t * heads * qk_dim * d;
     // eager_attention_forward: q.k^T scores b x heads x s^2 in dtype; the

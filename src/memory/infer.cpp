@@ -35,12 +35,16 @@ HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
     st.kv = r.last ? kv_cache_bytes(m, s, 0, 2 * m.num_decoder_layers, s.batch,
                                     s.seq)
                    : 0;
+  } else if (s.awq_fused_len > 0) {
+    st.kv = awq_fused_cache_bytes(m, s, r.begin, r.end);
   } else {
     st.kv = kv_cache_bytes(m, s, r.begin, r.end, s.batch, s.seq);
   }
   st.activations = r.end > r.begin ? hf_prefill_activations(m, s) : 0;
   st.logits = r.last ? hf_logits(m, s) : 0;
-  if (hf_tuple_cache(s)) {
+  // AutoAWQ's fused layers keep their own cache and hand generate a dummy
+  // one (attn.py past_key_value), so no tuple copies build up.
+  if (hf_tuple_cache(s) && s.awq_fused_len == 0) {
     // A decode step holds the old and the new cache (and, at step 2, the
     // prefill's logits); its activations over one token are negligible.
     HfStage decode = st;
@@ -93,15 +97,23 @@ void add_hf(const Model& m, const Gpu& gpu, const Resolved& s, Budget& budget) {
              "params per GPU (heads and MLP columns / tp, KV heads "
              "max(1, kv/tp), norms replicated) x bytes of dtype/quant");
   const bool decode = worst.phase == Phase::decode;
+  const bool fused = s.awq_fused_len > 0;
   budget.add("kv_cache", worst.kv,
-             decode ? "2 x (batch x seq x 2 (K,V) x layers x kv_heads/tp x "
-                      "head_dim x kv bytes): a decode step's old and new "
-                      "tuple caches (transformers < 4.42)"
-                    : "batch x seq x 2 (K,V) x layers x kv_heads/tp x "
-                      "head_dim x kv bytes (MLA: latent; sliding layers "
-                      "capped at the window)");
+             fused    ? "AutoAWQ fused layers, allocated at load: batch x "
+                        "--awq-fused-len x 2 (K,V) x layers x kv_heads x "
+                        "head_dim x 2 (fp16) + complex64 RoPE tables"
+             : decode ? "2 x (batch x seq x 2 (K,V) x layers x kv_heads/tp x "
+                        "head_dim x kv bytes): a decode step's old and new "
+                        "tuple caches (transformers < 4.42)"
+                      : "batch x seq x 2 (K,V) x layers x kv_heads/tp x "
+                        "head_dim x kv bytes (MLA: latent; sliding layers "
+                        "capped at the window)");
   budget.add("activations", worst.activations,
-             decode ? "decode step over one token (negligible)"
+             decode  ? "decode step over one token (negligible)"
+             : fused ? "prefill: 3 hidden buffers + max(AutoAWQ fused "
+                       "attention: q,k,v, K/V repeated to every head, b x "
+                       "heads x s^2 scores (fp16 + fp32 copy + fp32 "
+                       "softmax), MLP 3 x b x s x I/tp)"
              : s.attn == Attn::eager
                  ? "prefill: 3 hidden buffers + max(attention incl. b x "
                    "heads x s^2 scores (2 x dtype + fp32 softmax), MLP "
@@ -228,8 +240,12 @@ unsigned inference_warnings(const Model& m, const Gpu& gpu, const Resolved& s) {
   if (m.kv_lora_rank == 0 && m.num_kv_heads > 0 && m.num_kv_heads < s.tp) {
     warn(Warning::kv_replicated);
   }
-  if (s.engine == Engine::hf && s.attn == Attn::eager) {
+  if (s.engine == Engine::hf &&
+      (s.attn == Attn::eager || s.awq_fused_len > 0)) {
     warn(Warning::eager_attention_s2);
+  }
+  if (s.awq_fused_len > 0 && s.seq > s.awq_fused_len) {
+    warn(Warning::awq_cache_rolls);
   }
   const std::int64_t len = s.engine == Engine::vllm ? s.max_model_len : s.seq;
   if (m.max_position_embeddings > 0 && len > m.max_position_embeddings) {

@@ -124,6 +124,11 @@ std::int64_t kv_heads_per_gpu(const Model& m, int tp);
 double kv_layer_tokens(const Model& m, std::int64_t layer_begin,
                        std::int64_t layer_end, std::int64_t seq);
 
+// AutoAWQ fused layers' preallocated K/V cache and RoPE tables over layers
+// [begin, end) (--awq-fused-len).
+Bytes awq_fused_cache_bytes(const Model& m, const Resolved& s,
+                            std::int64_t layer_begin, std::int64_t layer_end);
+
 // --- Overhead (overhead.cpp; runtime_overhead_bytes public) -----------------
 
 // The caching allocator's reserve as a share of allocated tensors: --reserve,

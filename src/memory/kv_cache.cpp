@@ -30,6 +30,22 @@ double kv_layer_tokens(const Model& m, std::int64_t layer_begin,
   return tokens;
 }
 
+// AutoAWQ's fused attention (awq/modules/fused/attn.py QuantAttentionFused,
+// cache.py WindowedCache) allocates at load, per layer, an fp16 K and V of
+// batch x max_seq_len x kv_heads x head_dim whatever the request's length,
+// and a complex64 RoPE table of 2 x max_seq_len x head_dim / 2 (8 B each).
+Bytes awq_fused_cache_bytes(const Model& m, const Resolved& s,
+                            std::int64_t layer_begin, std::int64_t layer_end) {
+  const double len = static_cast<double>(s.awq_fused_len);
+  const double layers =
+      static_cast<double>(std::max<std::int64_t>(0, layer_end - layer_begin));
+  const double hd = static_cast<double>(m.head_dim);
+  const double kv = 2.0 * static_cast<double>(s.batch) * len *
+                    static_cast<double>(kv_heads_per_gpu(m, s.tp)) * hd * 2.0;
+  const double rope = 2.0 * len * (hd / 2.0) * 8.0;
+  return saturated_bytes(layers * (kv + rope));
+}
+
 }  // namespace oomplan::memory_terms
 
 namespace oomplan {

@@ -448,6 +448,28 @@ std::string checkpoint_size_text(const Model& m, const Resolved& s) {
   }
 }
 
+// The s^2 scores of eager (or AutoAWQ's fused) attention, and a fused cache
+// shorter than the sequence.
+void attention_texts(const Budget& b, const Resolved& s,
+                     std::vector<std::string>& texts) {
+  if (b.has(Warning::eager_attention_s2)) {
+    texts.push_back(
+        s.awq_fused_len > 0
+            ? "AutoAWQ's fused attention materialises batch x heads x seq^2 "
+              "scores in fp16 and fp32 whatever --attn; unfused AWQ layers "
+              "(--awq-fused-len 0) with --attn sdpa or flash avoid them"
+            : "eager attention materialises batch x heads x seq^2 attention "
+              "scores; --attn sdpa or flash avoids them");
+  }
+  if (b.has(Warning::awq_cache_rolls)) {
+    texts.push_back(fmt::format(
+        "--seq {} exceeds AutoAWQ's fused cache of {} tokens, which then "
+        "rolls over and drops the oldest tokens; load with max_seq_len={} "
+        "(--awq-fused-len {})",
+        s.seq, s.awq_fused_len, s.seq, s.seq));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> warning_texts(const Plan& plan) {
@@ -474,11 +496,7 @@ std::vector<std::string> warning_texts(const Plan& plan) {
         "needs, so the KV cache does not shrink with more tensor parallelism",
         plan.model->num_kv_heads, s.tp));
   }
-  if (b.has(Warning::eager_attention_s2)) {
-    texts.push_back(
-        "eager attention materialises batch x heads x seq^2 attention scores; "
-        "--attn sdpa or flash avoids them");
-  }
+  attention_texts(b, s, texts);
   if (b.has(Warning::seq_beyond_context) && plan.model != nullptr) {
     // vLLM sizes for --max-model-len; transformers for --seq.
     const bool vllm = s.engine == Engine::vllm && !s.training();

@@ -582,6 +582,25 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{release_text(c.resolved.transformers_release)}; }},
   OptionRow{
+    "--awq-fused-len", "awq_fused_len", OptionGroup::workload, "INT",
+    "AutoAWQ fused layers (engine hf, AWQ weights): tokens of the fp16 K/V cache each layer "
+    "allocates at load, batch x INT (from_quantized(fuse_layers=True, max_seq_len=INT), whose "
+    "default is max_position_embeddings; AwqConfig(do_fuse=True, fuse_max_seq_len=INT)); 0: unfused",
+    "0", nullptr,
+    [](Setup& s, std::string_view t) {
+      s.awq_fused_len = parse_whole("--awq-fused-len", t, 0, k_max_seq, "tokens");
+    },
+    [](const OptionContext& c) {
+      return c.setup.awq_fused_len > 0 ? words_of("--awq-fused-len", c.setup.awq_fused_len)
+                                       : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.awq_fused_len > 0
+                 ? fmt::format("AutoAWQ fused cache {}", c.resolved.awq_fused_len)
+                 : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.awq_fused_len}; }},
+  OptionRow{
     "--gpu-util", "gpu_util", OptionGroup::serving, "FLOAT",
     "vLLM gpu_memory_utilization, above 0 and at most 1", "0.9", nullptr,
     [](Setup& s, std::string_view t) {

@@ -106,6 +106,10 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   if (r.quant == Quant::automatic) {
     r.quant = Quant::none;
   }
+  // AutoAWQ's fused modules replace the attention of AWQ layers only, and
+  // only transformers-style inference loads them (check() refuses the rest).
+  const bool fusable = r.quant == Quant::awq && r.engine == Engine::hf;
+  r.awq_fused_len = fusable && !r.training() ? s.awq_fused_len : 0;
   // --seq, but never past the model's context: vLLM's own default is the
   // derived max_model_len (config.py _get_and_verify_max_len), and an
   // explicit longer one is refused at start-up. The plan warns

@@ -239,6 +239,14 @@ std::optional<std::string> check(const Model& model, const Gpu& gpu,
         "L4, L40S, RTX 4090, H100, H200, B200); {} has {}.{}",
         gpu.name, gpu.compute_capability / 10, gpu.compute_capability % 10);
   }
+  // AutoAWQ fuses its own WQLinear layers for inference (awq/models/base.py
+  // from_quantized, fuse_layers); nothing else loads that cache.
+  if (setup.awq_fused_len > 0 && resolved.awq_fused_len == 0) {
+    return std::string(
+        "--awq-fused-len sizes AutoAWQ's fused-layer cache, which only AWQ "
+        "weights served with --engine hf (--mode infer) allocate; drop it, or "
+        "add --quant awq");
+  }
   return check_layout(model, setup, resolved);
 }
 

@@ -101,6 +101,7 @@ enum class Warning : unsigned {
   flash_unsupported =
       1U << 8,  // flash attention needs compute capability >= 8.0
   mxfp4_dequantized = 1U << 9,  // training: MXFP4 checkpoint loaded as bf16
+  awq_cache_rolls = 1U << 10,   // seq > AutoAWQ's fused cache: it rolls over
 };
 
 inline constexpr std::size_t k_max_components = 10;

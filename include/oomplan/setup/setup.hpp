@@ -178,6 +178,9 @@ struct Setup {
   bool precompute_ref = false;
   // --transformers-version (engine hf; nullopt: k_transformers_default).
   std::optional<Release> transformers_release{};
+  // AutoAWQ fused layers' cache length (tokens); 0: unfused (transformers'
+  // AwqConfig default, do_fuse=False).
+  std::int64_t awq_fused_len = 0;
   // Serving (vLLM).
   double gpu_util = 0.9;  // gpu_memory_utilization
   std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
@@ -251,6 +254,8 @@ struct Resolved {
   // (TRL precompute_ref_log_probs), so no reference model is held.
   bool precompute_ref = false;
   Release transformers_release = k_transformers_default;  // engine hf
+  // engine hf inference with AWQ weights only; 0 otherwise.
+  std::int64_t awq_fused_len = 0;
   // Serving (vLLM).
   double gpu_util = 0.9;
   std::int64_t max_num_batched_tokens = 8192;
