@@ -544,8 +544,8 @@ TEST_CASE("cli: bad input gets one line on stderr, nothing on stdout, exit 2",
        "catalog name, see oomplan models, a Hugging Face id or a config.json "
        "path)"},
       {"gpt3 --gpus 1xH100",
-       "unknown model 'gpt3' (not in the catalog); did you mean gpt2? "
-       "Otherwise pass a config.json path or a model folder"},
+       "unknown model 'gpt3' (not in the catalog); did you mean gpt2 or "
+       "gpt-j-6b? Otherwise pass a config.json path or a model folder"},
       {"help me",
        "oomplan help takes one command: plan, fit, models, gpus, check, "
        "diagnose"},

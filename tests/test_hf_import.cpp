@@ -314,7 +314,8 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
         "phimoe, cohere, cohere2, olmo2, falcon, falcon_h1, granite, "
         "deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
-        "gpt_neox, bloom, llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
+        "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
+        "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
   CHECK(import_error(llama(R"(, "num_hidden_layers": 2000000000000)")) ==
         "my/config.json: num_hidden_layers: must be from 1 to 4096, but is "
         "2000000000000");
@@ -426,6 +427,86 @@ TEST_CASE("hf: GPT-NeoX counts biases, two LayerNorms and embed_out", "[hf]") {
       "pythia-6.9b/config.json");
   CHECK(m.parallel_block);
   CHECK(total(m) == 6'857'302'016);
+}
+
+TEST_CASE("hf: StarCoder2 biases every linear and ties by default", "[hf]") {
+  // bigcode/starcoder2-3b: 30 x (2·3072² q,o + 2·3072·256 k,v + 2·3072·12288
+  // c_fc,c_proj + biases 3072+256+256+3072+12288+3072 + 2 LayerNorms
+  // 4·3072 = 95,979,008) + 49152·3072 tied + final LayerNorm 6,144 =
+  // 3,030,371,328. No tie key: PretrainedConfig's true.
+  const std::string sc2 =
+      R"({"model_type": "starcoder2", "hidden_size": 3072,
+          "num_hidden_layers": 30, "num_attention_heads": 24,
+          "num_key_value_heads": 2, "intermediate_size": 12288,
+          "vocab_size": 49152, "sliding_window": 4096, "use_bias": true)";
+  const Model m = import_hf_config(sc2 + "}", "starcoder2-3b/config.json");
+  CHECK(m.tie_word_embeddings);
+  CHECK(m.sliding_window == 4096);
+  CHECK(total(m) == 3'030'371'328);
+  // starcoder2-15b says false: the head is counted again.
+  const Model untied = import_hf_config(
+      sc2 + R"(, "tie_word_embeddings": false})", "x/config.json");
+  CHECK(total(untied) == 3'030'371'328 + 49152LL * 3072);
+}
+
+TEST_CASE("hf: GPT-BigCode is multi-query unless told otherwise", "[hf]") {
+  // bigcode/gpt_bigcode-santacoder: 24 x (c_attn 2048·(2048 + 2·128) + 2,304
+  // bias + c_proj 2048² + 2,048 + c_fc/c_proj 2·2048·8192 + 8,192 + 2,048 +
+  // 2 LayerNorms 8,192 = 42,490,112) + 49280·2048 tied + 2048 learned
+  // positions · 2048 + final LayerNorm 4,096 = 1,124,886,528 ("1.1B").
+  const std::string santa =
+      R"({"model_type": "gpt_bigcode", "n_embd": 2048, "n_layer": 24,
+          "n_head": 16, "n_inner": 8192, "n_positions": 2048,
+          "vocab_size": 49280)";
+  const Model m = import_hf_config(santa + "}", "santacoder/config.json");
+  CHECK(m.num_kv_heads == 1);
+  CHECK(total(m) == 1'124'886'528);
+  const Model mha =
+      import_hf_config(santa + R"(, "multi_query": false})", "x/config.json");
+  CHECK(mha.num_kv_heads == 16);
+}
+
+TEST_CASE("hf: GPT-J runs a parallel block with a biased, untied head",
+          "[hf]") {
+  // EleutherAI/gpt-j-6b: 28 x (4·4096² attention without bias + 2·4096·16384
+  // MLP + 16,384 + 4,096 biases + one LayerNorm 8,192 = 201,355,264) +
+  // 2·50400·4096 embeddings and head + 50,400 head bias + final LayerNorm
+  // 8,192 = 6,050,882,784 (the card's 6,053,381,344 counts 2,498,560 more,
+  // -0.04 %).
+  const Model m = import_hf_config(
+      R"({"model_type": "gptj", "n_embd": 4096, "n_layer": 28, "n_head": 16,
+          "n_inner": null, "n_positions": 2048, "rotary_dim": 64,
+          "vocab_size": 50400, "tie_word_embeddings": false})",
+      "gpt-j-6b/config.json");
+  CHECK(m.parallel_block);
+  CHECK(m.intermediate_size == 16384);
+  CHECK(total(m) == 6'050'882'784);
+}
+
+TEST_CASE("hf: StableLM 2 and SmolLM3 import", "[hf]") {
+  // stabilityai/stablelm-2-1_6b: 24 x (4·2048² + q,k,v biases 3·2048 +
+  // 3·2048·5632 gated MLP + 2 LayerNorms 4·2048 = 51,394,560) + 2·100352·2048
+  // untied + final LayerNorm 4,096 = 1,644,515,328 (card: 1,644,417,024).
+  const Model stablelm = import_hf_config(
+      R"({"model_type": "stablelm", "hidden_size": 2048,
+          "num_hidden_layers": 24, "num_attention_heads": 32,
+          "num_key_value_heads": 32, "intermediate_size": 5632,
+          "vocab_size": 100352, "use_qkv_bias": true,
+          "tie_word_embeddings": false})",
+      "stablelm-2-1_6b/config.json");
+  CHECK(total(stablelm) == 1'644'515'328);
+  // HuggingFaceTB/SmolLM3-3B, no tie key (SmolLM3Config: true): 36 x
+  // (2·2048² + 2·2048·512 + 3·2048·11008 + 2 RMSNorms 4,096 = 78,123,008) +
+  // 128256·2048 tied + 2,048 = 3,075,098,624.
+  const Model smol = import_hf_config(
+      R"({"model_type": "smollm3", "hidden_size": 2048,
+          "num_hidden_layers": 36, "num_attention_heads": 16,
+          "num_key_value_heads": 4, "intermediate_size": 11008,
+          "vocab_size": 128256, "use_sliding_window": false,
+          "sliding_window": null})",
+      "smollm3/config.json");
+  CHECK(smol.tie_word_embeddings);
+  CHECK(total(smol) == 3'075'098'624);
 }
 
 TEST_CASE("hf: Qwen2.5-VL adds its vision transformer to Qwen2.5", "[hf]") {
@@ -677,7 +758,8 @@ TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
         "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, "
         "phi, phi3, phimoe, cohere, cohere2, olmo2, falcon, falcon_h1, "
         "granite, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
-        "gpt_neox, bloom, llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
+        "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
+        "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
   const std::string big(10'000, '7');
   const std::string message =
       import_error(llama(R"(, "tie_word_embeddings": ")" + big + R"(")"));

@@ -19,6 +19,36 @@ void read_llama(const Source& s, Model& m) {
   set_sliding(m, window, std::max(0, global_every_from_layer_types(s.root)));
 }
 
+// SmolLM3Config (modeling_smollm3.py): the Llama layout, tied by default;
+// its NoPE layers (no_rope_layers) skip RoPE and hold the same parameters.
+void read_smollm3(const Source& s, Model& m) {
+  read_llama_like(s.root, m, 0, true);
+  std::int64_t window = s.root.window("sliding_window", 0);
+  if (!s.root.flag("use_sliding_window", false)) {
+    window = 0;
+  }
+  set_sliding(m, window, std::max(0, global_every_from_layer_types(s.root)));
+}
+
+// StableLmConfig (modeling_stablelm.py): Llama attention with q/k/v bias when
+// use_qkv_bias and o without, a gated SiLU MLP without bias, LayerNorms with
+// bias (use_norm_bias is not read), one per layer with use_parallel_residual;
+// qk_layernorm adds a LayerNorm per head over q and k (bias=False: the
+// count adds their d-wide biases too, a few hundred thousand parameters);
+// untied.
+void read_stablelm(const Source& s, Model& m) {
+  read_llama_like(s.root, m, 0, false);
+  m.norm = NormKind::layer_norm;
+  m.qkv_bias = s.root.flag("use_qkv_bias", false);
+  m.o_bias = false;
+  m.mlp_bias = false;
+  if (s.root.flag("use_parallel_residual", false)) {
+    m.parallel_block = true;
+    m.norms_per_layer = 1;
+  }
+  m.qk_norm_full = s.root.flag("qk_layernorm", false);
+}
+
 // Qwen2Config (q/k/v bias; use_sliding_window false), Qwen3Config (head_dim
 // 128, q/k norm).
 void read_qwen(const Source& s, Model& m) {
@@ -228,6 +258,52 @@ void read_gpt_neox(const Source& s, Model& m) {
   m.parallel_block = root.flag("use_parallel_residual", true);
   m.qkv_bias = m.o_bias = root.flag("attention_bias", true);
   m.mlp_bias = true;
+}
+
+// Starcoder2Config (modeling_starcoder2.py): separate q/k/v/o and a GELU
+// MLP (c_fc, c_proj), every linear biased when use_bias (default true), two
+// LayerNorms per layer, lm_head without bias; tie_word_embeddings is not in
+// the config class, so PretrainedConfig's true applies unless the file says
+// otherwise (starcoder2-15b: false); sliding_window on every layer.
+void read_starcoder2(const Source& s, Model& m) {
+  read_llama_like(s.root, m, 0, true);
+  set_gpt_block(m);
+  const bool bias = s.root.flag("use_bias", true);
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  set_sliding(m, s.root.window("sliding_window", 0), 0);
+}
+
+// GPTBigCodeConfig (modeling_gpt_bigcode.py, StarCoder 1, SantaCoder): GPT-2's
+// names and layout, with one K/V head when multi_query (the default) in the
+// fused c_attn; lm_head without bias, tied.
+void read_gpt_bigcode(const Source& s, Model& m) {
+  read_gpt2(s, m);
+  if (s.root.flag("multi_query", true)) {
+    m.num_kv_heads = 1;
+  }
+}
+
+// GPTJConfig (modeling_gptj.py): q/k/v/out_proj without bias, fc_in/fc_out
+// with bias, attention and MLP in parallel after one LayerNorm, rotary
+// positions (no table), untied lm_head with bias.
+void read_gptj(const Source& s, Model& m) {
+  const Config& root = s.root;
+  m.hidden_size = root.need({"n_embd", "hidden_size"});
+  m.num_layers = root.need({"n_layer", "num_hidden_layers"});
+  m.num_heads = root.need({"n_head", "num_attention_heads"});
+  m.num_kv_heads = m.num_heads;
+  m.head_dim =
+      exact_head_dim(root, root.key({"n_embd", "hidden_size"}), m.hidden_size,
+                     root.key({"n_head", "num_attention_heads"}), m.num_heads);
+  m.intermediate_size = root.get({"n_inner"}, 4 * m.hidden_size);
+  m.vocab_size = root.get({"vocab_size"}, 50400);
+  m.max_position_embeddings = root.get({"n_positions"}, 2048);
+  m.tie_word_embeddings = root.flag("tie_word_embeddings", false);
+  set_gpt_block(m);
+  m.norms_per_layer = 1;
+  m.parallel_block = true;
+  m.mlp_bias = true;
+  m.lm_head_bias = true;
 }
 
 // PhiConfig (Phi-1/1.5/2): parallel block after one LayerNorm, biases on

@@ -33,26 +33,31 @@ using FamilyReader = void (*)(const Source& s, Model& m);
 std::int64_t unquantized_params(const Config& q, std::string_view key,
                                 const Model& m);
 
-void read_llama(const Source& s, Model& m);     // llama, mistral, phi3
-void read_qwen(const Source& s, Model& m);      // qwen2, qwen3
-void read_granite(const Source& s, Model& m);   // granite
-void read_olmo2(const Source& s, Model& m);     // olmo2
-void read_gemma(const Source& s, Model& m);     // gemma
-void read_gemma2(const Source& s, Model& m);    // gemma2
-void read_cohere(const Source& s, Model& m);    // cohere
-void read_cohere2(const Source& s, Model& m);   // cohere2
-void read_mixtral(const Source& s, Model& m);   // mixtral
-void read_phimoe(const Source& s, Model& m);    // phimoe
-void read_qwen_moe(const Source& s, Model& m);  // qwen2_moe, qwen3_moe
-void read_deepseek(const Source& s, Model& m);  // deepseek_v2/v3, kimi_k2
-void read_glm4_moe(const Source& s, Model& m);  // glm4_moe
-void read_gpt_oss(const Source& s, Model& m);   // gpt_oss
-void read_gpt_neox(const Source& s, Model& m);  // gpt_neox
-void read_phi(const Source& s, Model& m);       // phi
-void read_gpt2(const Source& s, Model& m);      // gpt2
-void read_bloom(const Source& s, Model& m);     // bloom
-void read_falcon(const Source& s, Model& m);    // falcon, RefinedWeb*
-void read_t5(const Source& s, Model& m);        // t5
+void read_llama(const Source& s, Model& m);        // llama, mistral, phi3
+void read_qwen(const Source& s, Model& m);         // qwen2, qwen3
+void read_granite(const Source& s, Model& m);      // granite
+void read_smollm3(const Source& s, Model& m);      // smollm3
+void read_stablelm(const Source& s, Model& m);     // stablelm
+void read_olmo2(const Source& s, Model& m);        // olmo2
+void read_gemma(const Source& s, Model& m);        // gemma
+void read_gemma2(const Source& s, Model& m);       // gemma2
+void read_cohere(const Source& s, Model& m);       // cohere
+void read_cohere2(const Source& s, Model& m);      // cohere2
+void read_mixtral(const Source& s, Model& m);      // mixtral
+void read_phimoe(const Source& s, Model& m);       // phimoe
+void read_qwen_moe(const Source& s, Model& m);     // qwen2_moe, qwen3_moe
+void read_deepseek(const Source& s, Model& m);     // deepseek_v2/v3, kimi_k2
+void read_glm4_moe(const Source& s, Model& m);     // glm4_moe
+void read_gpt_oss(const Source& s, Model& m);      // gpt_oss
+void read_gpt_neox(const Source& s, Model& m);     // gpt_neox
+void read_phi(const Source& s, Model& m);          // phi
+void read_gpt2(const Source& s, Model& m);         // gpt2
+void read_starcoder2(const Source& s, Model& m);   // starcoder2
+void read_gpt_bigcode(const Source& s, Model& m);  // gpt_bigcode
+void read_gptj(const Source& s, Model& m);         // gptj
+void read_bloom(const Source& s, Model& m);        // bloom
+void read_falcon(const Source& s, Model& m);       // falcon, RefinedWeb*
+void read_t5(const Source& s, Model& m);           // t5
 
 // Linear-attention and state-space hybrids (hf_hybrids.cpp).
 void read_qwen3_next(const Source& s, Model& m);  // qwen3_next
