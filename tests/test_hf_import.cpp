@@ -312,7 +312,7 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
         "mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, qwen3, "
         "qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
-        "phimoe, cohere, cohere2, olmo2, falcon, falcon_h1, granite, "
+        "phimoe, cohere, cohere2, olmo2, olmo3, falcon, falcon_h1, granite, "
         "deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
         "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
         "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
@@ -481,6 +481,26 @@ TEST_CASE("hf: GPT-J runs a parallel block with a biased, untied head",
   CHECK(m.parallel_block);
   CHECK(m.intermediate_size == 16384);
   CHECK(total(m) == 6'050'882'784);
+}
+
+TEST_CASE("hf: OLMo 3 is OLMo 2 with three sliding layers in four", "[hf]") {
+  // allenai/Olmo-3.1-32B-Instruct: 64 x (2·5120·5120 q,o + 2·5120·1024 k,v +
+  // 3·5120·27648 MLP + q_norm 5,120 + k_norm 1,024 + 2 RMSNorms 10,240 =
+  // 487,604,224) + 2·100278·5120 untied + 5,120 = 32,233,522,176.
+  const std::string olmo3 =
+      R"({"model_type": "olmo3", "hidden_size": 5120,
+          "num_hidden_layers": 64, "num_attention_heads": 40,
+          "num_key_value_heads": 8, "intermediate_size": 27648,
+          "vocab_size": 100278, "tie_word_embeddings": false)";
+  const Model m = import_hf_config(olmo3 + "}", "olmo3/config.json");
+  CHECK(total(m) == 32'233'522'176);
+  // No layer_types: Olmo3Config's default, every fourth layer full, over a
+  // 4,096-token window.
+  CHECK(m.sliding_window == 4096);
+  CHECK(m.global_every == 4);
+  const Model all_full = import_hf_config(
+      olmo3 + R"(, "layer_types": ["full_attention"]})", "x/config.json");
+  CHECK(all_full.sliding_window == 0);
 }
 
 TEST_CASE("hf: StableLM 2 and SmolLM3 import", "[hf]") {
@@ -756,7 +776,7 @@ TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
         "my/config.json: model_type: unsupported 'evil\\nmodel'; supported: "
         "llama, mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
         "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, "
-        "phi, phi3, phimoe, cohere, cohere2, olmo2, falcon, falcon_h1, "
+        "phi, phi3, phimoe, cohere, cohere2, olmo2, olmo3, falcon, falcon_h1, "
         "granite, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
         "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
         "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");

@@ -81,6 +81,16 @@ void read_olmo2(const Source& s, Model& m) {
   m.qk_norm_full = true;
 }
 
+// Olmo3Config (modular_olmo3.py): OLMo 2's modules, with sliding-window
+// attention (sliding_window, default 4096) on the layers layer_types names,
+// by default three of every four.
+void read_olmo3(const Source& s, Model& m) {
+  read_olmo2(s, m);
+  const int every = global_every_from_layer_types(s.root);
+  set_sliding(m, s.root.window("sliding_window", 4096),
+              every == -2 ? 4 : every);
+}
+
 // GemmaConfig (Gemma 1): head_dim 256, GeGLU, tied embeddings.
 void read_gemma(const Source& s, Model& m) {
   read_llama_like(s.root, m, 256, true);
