@@ -968,3 +968,31 @@ TEST_CASE("launch: a compose service runs its entrypoint with its command",
   CHECK(plans[0].model == "Qwen/Qwen3-8B");
   CHECK(option(plans[0], "--max-model-len") == "16384");
 }
+
+TEST_CASE(
+    "launch: transformers tensor parallelism is spelt as the release spells "
+    "it",
+    "[launch]") {
+  using oomplan::Framework;
+  using oomplan::Release;
+  const oomplan::Model model = oomplan::test::llama3_70b();
+  oomplan::Resolved s;
+  s.gpus = 4;
+  s.tp = 4;
+  auto line = [&](Release release) {
+    s.transformers_release = release;
+    const oomplan::LaunchWriting w =
+        oomplan::write_launch(Framework::generate, s, model);
+    return w.unwritten.empty() ? w.blocks.front().text
+                               : "unwritten: " + w.unwritten.front();
+  };
+  // 5.17 documents distributed_config only (#47352 removed tp_plan).
+  CHECK_THAT(
+      line(Release{5, 17, 0}),
+      Catch::Contains("distributed_config=DistributedConfig(tp_size=4)"));
+  CHECK_THAT(line(Release{4, 50, 0}), Catch::Contains(R"(tp_plan="auto")"));
+  // Before 4.47 from_pretrained has no tensor parallelism: no line.
+  CHECK(line(Release{4, 46, 0}) ==
+        "unwritten: tensor parallelism: transformers 4.46 has no tp_plan "
+        "(4.47+)");
+}

@@ -9,6 +9,7 @@
 #include "util/json_errors.hpp"
 
 #include "oomplan/launch/launch.hpp"
+#include "oomplan/util/release.hpp"
 
 #include <fmt/format.h>
 
@@ -169,7 +170,16 @@ void write_generate(const Resolved& s, const Model& model, Out& out) {
   if (s.split_layers) {
     args += R"(, device_map="auto")";  // accelerate big_modeling dispatch
   } else if (s.tp > 1) {
-    args += R"(, tp_plan="auto")";  // transformers tensor parallel
+    if (s.transformers_release < k_transformers_tp_plan) {
+      out.cannot(fmt::format(
+          "tensor parallelism: transformers {} has no tp_plan (4.47+)",
+          release_text(s.transformers_release)));
+    } else if (s.transformers_release < k_transformers_distributed_config) {
+      args += R"(, tp_plan="auto")";
+    } else {
+      args += fmt::format(", distributed_config=DistributedConfig(tp_size={})",
+                          s.tp);
+    }
   }
   if (s.kv_dtype != s.dtype) {
     out.cannot(

@@ -119,6 +119,13 @@ inline constexpr Release k_transformers_default{5, 17, 0};
 // instead of tuples rebuilt each step, from 4.42 (#30536).
 inline constexpr Release k_transformers_last_logits{4, 45, 0};
 inline constexpr Release k_transformers_one_cache{4, 42, 0};
+// from_pretrained's tensor parallelism: tp_plan="auto" from 4.47 (#34184,
+// native PyTorch TP); distributed_config=DistributedConfig(tp_size=N) from
+// 5.11, after #45409 wired it into from_pretrained and #47352 removed the
+// tp_plan kwarg (#48300 restored it, deprecated; 5.17's docs name only
+// DistributedConfig).
+inline constexpr Release k_transformers_tp_plan{4, 47, 0};
+inline constexpr Release k_transformers_distributed_config{5, 11, 0};
 
 // The default --min-headroom margin, as a share of the card: a plan that fits
 // with less free gets the low-headroom warning, and a fix must keep at least
