@@ -312,7 +312,8 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
         "mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, qwen3, "
         "qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
-        "phimoe, cohere, cohere2, olmo2, olmo3, falcon, falcon_h1, granite, "
+        "phimoe, cohere, cohere2, olmo2, olmo3, exaone4, falcon, falcon_h1, "
+        "granite, "
         "deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
         "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
         "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
@@ -501,6 +502,25 @@ TEST_CASE("hf: OLMo 3 is OLMo 2 with three sliding layers in four", "[hf]") {
   const Model all_full = import_hf_config(
       olmo3 + R"(, "layer_types": ["full_attention"]})", "x/config.json");
   CHECK(all_full.sliding_window == 0);
+}
+
+TEST_CASE("hf: EXAONE 4 norms q and k per head after OLMo 2's layer", "[hf]") {
+  // LGAI-EXAONE/EXAONE-4.0-32B: 64 x (2·5120² + 2·5120·1024 + 3·5120·27392
+  // + q_norm, k_norm 2·128 + 2 RMSNorms 10,240 = 483,666,176) +
+  // 2·102400·5120 untied + 5,120 = 32,003,216,384.
+  const std::string exaone =
+      R"({"model_type": "exaone4", "hidden_size": 5120,
+          "num_hidden_layers": 64, "num_attention_heads": 40,
+          "num_key_value_heads": 8, "head_dim": 128,
+          "intermediate_size": 27392, "vocab_size": 102400)";
+  const Model m = import_hf_config(
+      exaone + R"(, "sliding_window_pattern": "LLLG"})", "exaone/config.json");
+  CHECK(total(m) == 32'003'216'384);
+  CHECK(m.sliding_window == 4096);
+  CHECK(m.global_every == 4);
+  const Model every_second = import_hf_config(
+      exaone + R"(, "sliding_window_pattern": 2})", "x/config.json");
+  CHECK(every_second.global_every == 2);
 }
 
 TEST_CASE("hf: StableLM 2 and SmolLM3 import", "[hf]") {
@@ -776,7 +796,8 @@ TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
         "my/config.json: model_type: unsupported 'evil\\nmodel'; supported: "
         "llama, mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
         "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, "
-        "phi, phi3, phimoe, cohere, cohere2, olmo2, olmo3, falcon, falcon_h1, "
+        "phi, phi3, phimoe, cohere, cohere2, olmo2, olmo3, exaone4, falcon, "
+        "falcon_h1, "
         "granite, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
         "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
         "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");

@@ -893,6 +893,9 @@ struct Checker {
   // Nor per-op SAC under sequence parallelism: the stashed rowwise matmul
   // output is TP's full-size partial sum (before the reduce-scatter), where
   // a layer without checkpointing keeps only 1/tp-sized replicated tensors.
+  // Nor under TP with float8, which stashes both rowwise outputs (wo and w2)
+  // full-size: they can outweigh what a lean layer keeps replicated
+  // (gpt-j-6b's parallel block saves one LayerNorm's input and output).
   void checkpointing(const Subject& subject, const Priced& base,
                      const Space& space) {
     const Resolved& r = base.setup;
@@ -901,8 +904,8 @@ struct Checker {
     }
     for (const std::string& policy : space.checkpointing) {
       const bool op_excluded =
-          policy == "op" &&
-          (r.mode != Mode::full || (r.sequence_parallel && r.tp > 1));
+          policy == "op" && (r.mode != Mode::full ||
+                             (r.tp > 1 && (r.sequence_parallel || r.float8)));
       if (policy == "none" || op_excluded) {
         continue;
       }

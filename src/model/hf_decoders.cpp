@@ -91,6 +91,26 @@ void read_olmo3(const Source& s, Model& m) {
               every == -2 ? 4 : every);
 }
 
+// Exaone4Config (modular_exaone4.py): Llama projections without bias,
+// per-head q_norm/k_norm over head_dim, OLMo 2's post-norm layer; sliding
+// window (default 4096) on the layers layer_types names, else all but every
+// sliding_window_pattern-th (default 4; "LLLG" spells 4).
+void read_exaone4(const Source& s, Model& m) {
+  read_llama_like(s.root, m, 0, false);
+  m.qk_norm = true;
+  int every = global_every_from_layer_types(s.root);
+  if (every == -2) {
+    const json* pattern = s.root.find({"sliding_window_pattern"});
+    every = pattern == nullptr ? 4
+            : pattern->is_number_integer()
+                ? as_period(pattern->get<std::int64_t>())
+            : pattern->is_string()
+                ? static_cast<int>(pattern->get<std::string>().find('G') + 1)
+                : 4;
+  }
+  set_sliding(m, s.root.window("sliding_window", 4096), every);
+}
+
 // GemmaConfig (Gemma 1): head_dim 256, GeGLU, tied embeddings.
 void read_gemma(const Source& s, Model& m) {
   read_llama_like(s.root, m, 256, true);

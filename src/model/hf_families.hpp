@@ -40,6 +40,7 @@ void read_smollm3(const Source& s, Model& m);      // smollm3
 void read_stablelm(const Source& s, Model& m);     // stablelm
 void read_olmo2(const Source& s, Model& m);        // olmo2
 void read_olmo3(const Source& s, Model& m);        // olmo3
+void read_exaone4(const Source& s, Model& m);      // exaone4
 void read_gemma(const Source& s, Model& m);        // gemma
 void read_gemma2(const Source& s, Model& m);       // gemma2
 void read_cohere(const Source& s, Model& m);       // cohere

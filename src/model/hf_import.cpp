@@ -53,6 +53,7 @@ constexpr std::array k_families = {
     Family{"cohere2", read_cohere2},
     Family{"olmo2", read_olmo2},
     Family{"olmo3", read_olmo3},
+    Family{"exaone4", read_exaone4},
     Family{"falcon", read_falcon},
     Family{"falcon_h1", read_falcon_h1},
     Family{"granite", read_granite},
