@@ -310,7 +310,8 @@ TEST_CASE("hf: modules a quantized checkpoint leaves in bf16 are read",
 TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
   CHECK(import_error(R"({"model_type": "rwkv", "hidden_size": 1})") ==
         "my/config.json: model_type: unsupported 'rwkv'; supported: llama, "
-        "mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, qwen3, "
+        "mistral, ministral3, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
+        "qwen3, "
         "qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
         "phimoe, cohere, cohere2, olmo2, olmo3, exaone4, falcon, falcon_h1, "
         "granite, "
@@ -521,6 +522,22 @@ TEST_CASE("hf: EXAONE 4 norms q and k per head after OLMo 2's layer", "[hf]") {
   const Model every_second = import_hf_config(
       exaone + R"(, "sliding_window_pattern": 2})", "x/config.json");
   CHECK(every_second.global_every == 2);
+}
+
+TEST_CASE("hf: Ministral 3 text decoders read as Mistral", "[hf]") {
+  // mistralai/Devstral-2-123B-Instruct-2512 (Ministral3ForCausalLM): 88 x
+  // (2·12288² + 2·12288·1024 + 3·12288·28672 + 2 RMSNorms 24,576 =
+  // 1,384,144,896) + 2·131072·12288 untied + 12,288 = 125,025,988,608
+  // ("123B" in its name, +1.6 %).
+  const Model m = import_hf_config(
+      R"({"model_type": "ministral3", "hidden_size": 12288,
+          "num_hidden_layers": 88, "num_attention_heads": 96,
+          "num_key_value_heads": 8, "head_dim": 128,
+          "intermediate_size": 28672, "vocab_size": 131072,
+          "sliding_window": null, "tie_word_embeddings": false})",
+      "devstral-2/config.json");
+  CHECK(total(m) == 125'025'988'608);
+  CHECK(m.sliding_window == 0);
 }
 
 TEST_CASE("hf: StableLM 2 and SmolLM3 import", "[hf]") {
@@ -794,7 +811,8 @@ TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
   // D5: user text is escaped, and a huge value is cut.
   CHECK(import_error(R"({"model_type": "evil\nmodel"})") ==
         "my/config.json: model_type: unsupported 'evil\\nmodel'; supported: "
-        "llama, mistral, mixtral, qwen2, qwen2_moe, qwen2_vl, qwen2_5_vl, "
+        "llama, mistral, ministral3, mixtral, qwen2, qwen2_moe, qwen2_vl, "
+        "qwen2_5_vl, "
         "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, "
         "phi, phi3, phimoe, cohere, cohere2, olmo2, olmo3, exaone4, falcon, "
         "falcon_h1, "

@@ -33,8 +33,8 @@ using FamilyReader = void (*)(const Source& s, Model& m);
 std::int64_t unquantized_params(const Config& q, std::string_view key,
                                 const Model& m);
 
-void read_llama(const Source& s, Model& m);        // llama, mistral, phi3
-void read_qwen(const Source& s, Model& m);         // qwen2, qwen3
+void read_llama(const Source& s, Model& m);  // llama, mistral, ministral3, phi3
+void read_qwen(const Source& s, Model& m);   // qwen2, qwen3
 void read_granite(const Source& s, Model& m);      // granite
 void read_smollm3(const Source& s, Model& m);      // smollm3
 void read_stablelm(const Source& s, Model& m);     // stablelm

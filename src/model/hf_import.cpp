@@ -34,6 +34,7 @@ struct Family {
 constexpr std::array k_families = {
     Family{"llama", read_llama},
     Family{"mistral", read_llama},
+    Family{"ministral3", read_llama},
     Family{"mixtral", read_mixtral},
     Family{"qwen2", read_qwen},
     Family{"qwen2_moe", read_qwen_moe},
