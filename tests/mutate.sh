@@ -57,12 +57,12 @@ src/model/hf_quant_skip.cpp|      kept += named ? module.params : 0.0;|      kep
 src/diagnose/tf.cpp|      {"half", 16},|      {"half", 32},|TensorFlow half tensors are 2 bytes
 include/oomplan/setup/setup.hpp|inline constexpr Release k_transformers_last_logits{4, 45, 0};|inline constexpr Release k_transformers_last_logits{4, 44, 0};|transformers 4.44 upcasts every position's logits
 include/oomplan/setup/setup.hpp|inline constexpr Release k_transformers_one_cache{4, 42, 0};|inline constexpr Release k_transformers_one_cache{4, 41, 0};|transformers 4.41 decodes with tuple caches
-src/memory/weights.cpp|  return pad.kernel == Mxfp4Kernel::triton ? experts / 32.0 : 0.0;|  return 0.0;|vLLM Triton keeps MXFP4 scales before 0.21
+src/memory/weights.cpp|  return pad.kernel == Mxfp4Kernel::triton ? experts / 32.0 : 0.0;|  return pad.kernel == Mxfp4Kernel::triton ? 0.0 : 0.0;|vLLM Triton keeps MXFP4 scales before 0.21
 src/memory/weights.cpp|    return CheckpointSizeUse::converted;|    return CheckpointSizeUse::as_stored;|index total_size unused when the run converts
 src/memory/train_activations.cpp|  double rep = residual_stream_bytes(setup) * h / rep_div;|  double rep = dm.d * h / rep_div;|per-op SAC keeps the fp32 residual input
 src/memory/hf_activations.cpp|           b * heads * seq * seq * (d + 8.0) + seq * seq * d;|           b * heads * seq * seq * (2.0 * d + 4.0) + seq * seq * d;|AutoAWQ's fp32 copy of the scores
 src/memory/kv_cache.cpp|  const double rope = 2.0 * len * (hd / 2.0) * 8.0;|  const double rope = 0.0;|AutoAWQ's complex64 RoPE tables
-src/setup/resolve.cpp|  r.awq_fused_len = fusable && !r.training() ? s.awq_fused_len : 0;|  r.awq_fused_len = s.awq_fused_len;|--awq-fused-len needs AWQ inference
+src/setup/resolve.cpp|  r.awq_fused_len = fusable && !r.training() ? s.awq_fused_len : 0;|  r.awq_fused_len = fusable ? s.awq_fused_len : s.awq_fused_len;|--awq-fused-len needs AWQ inference
 include/oomplan/setup/setup.hpp|inline constexpr Release k_transformers_distributed_config{5, 11, 0};|inline constexpr Release k_transformers_distributed_config{5, 18, 0};|transformers 5.17 spells TP DistributedConfig
 src/model/hf_decoders.cpp|  const bool bias = s.root.flag("use_bias", true);|  const bool bias = s.root.flag("use_bias", true) && false;|StarCoder2 biases
 src/model/hf_decoders.cpp|  if (s.root.flag("multi_query", true)) {|  if (s.root.flag("multi_query", false)) {|GPT-BigCode is multi-query by default
