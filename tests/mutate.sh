@@ -57,7 +57,7 @@ src/model/hf_quant_skip.cpp|      kept += named ? module.params : 0.0;|      kep
 src/diagnose/tf.cpp|      {"half", 16},|      {"half", 32},|TensorFlow half tensors are 2 bytes
 include/oomplan/setup/setup.hpp|inline constexpr Release k_transformers_last_logits{4, 45, 0};|inline constexpr Release k_transformers_last_logits{4, 44, 0};|transformers 4.44 upcasts every position's logits
 include/oomplan/setup/setup.hpp|inline constexpr Release k_transformers_one_cache{4, 42, 0};|inline constexpr Release k_transformers_one_cache{4, 41, 0};|transformers 4.41 decodes with tuple caches
-src/memory/weights.cpp|  return pad.kernel == Mxfp4Kernel::triton ? experts / 32.0 : 0.0;|  return pad.kernel == Mxfp4Kernel::triton ? 0.0 : 0.0;|vLLM Triton keeps MXFP4 scales before 0.21
+src/memory/weights.cpp|  return pad.kernel == Mxfp4Kernel::triton ? experts / 32.0 : 0.0;|  return pad.kernel == Mxfp4Kernel::triton ? experts / 64.0 : 0.0;|vLLM Triton keeps MXFP4 scales before 0.21
 src/memory/weights.cpp|    return CheckpointSizeUse::converted;|    return CheckpointSizeUse::as_stored;|index total_size unused when the run converts
 src/memory/train_activations.cpp|  double rep = residual_stream_bytes(setup) * h / rep_div;|  double rep = dm.d * h / rep_div;|per-op SAC keeps the fp32 residual input
 src/memory/hf_activations.cpp|           b * heads * seq * seq * (d + 8.0) + seq * seq * d;|           b * heads * seq * seq * (2.0 * d + 4.0) + seq * seq * d;|AutoAWQ's fp32 copy of the scores
