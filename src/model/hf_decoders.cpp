@@ -10,6 +10,18 @@ namespace oomplan::hf {
 
 // ---- the Llama layout ----
 
+namespace {
+
+// Qwen2Config and SmolLM3Config: sliding_window applies only when
+// use_sliding_window says so (default false), on the layers layer_types names.
+void set_opt_in_sliding(const Config& c, Model& m) {
+  const std::int64_t window = c.window("sliding_window", 0);  // validated
+  set_sliding(m, c.flag("use_sliding_window", false) ? window : 0,
+              std::max(0, global_every_from_layer_types(c)));
+}
+
+}  // namespace
+
 // LlamaConfig, MistralConfig (sliding_window 4096), Phi3Config
 // (sliding_window None).
 void read_llama(const Source& s, Model& m) {
@@ -23,11 +35,7 @@ void read_llama(const Source& s, Model& m) {
 // its NoPE layers (no_rope_layers) skip RoPE and hold the same parameters.
 void read_smollm3(const Source& s, Model& m) {
   read_llama_like(s.root, m, 0, true);
-  std::int64_t window = s.root.window("sliding_window", 0);
-  if (!s.root.flag("use_sliding_window", false)) {
-    window = 0;
-  }
-  set_sliding(m, window, std::max(0, global_every_from_layer_types(s.root)));
+  set_opt_in_sliding(s.root, m);
 }
 
 // StableLmConfig (modeling_stablelm.py): Llama attention with q/k/v bias when
@@ -60,11 +68,7 @@ void read_qwen(const Source& s, Model& m) {
     m.qkv_bias = true;  // Qwen2Attention: q, k, v with bias, o without
     m.o_bias = false;
   }
-  std::int64_t window = s.root.window("sliding_window", 0);
-  if (!s.root.flag("use_sliding_window", false)) {
-    window = 0;
-  }
-  set_sliding(m, window, std::max(0, global_every_from_layer_types(s.root)));
+  set_opt_in_sliding(s.root, m);
 }
 
 // GraniteConfig: the Llama layout; its multipliers scale activations, not
