@@ -314,7 +314,7 @@ TEST_CASE("hf: bad configs name the file and the field", "[hf]") {
         "qwen3, "
         "qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, phi, phi3, "
         "phimoe, cohere, cohere2, olmo2, olmo3, exaone4, falcon, falcon_h1, "
-        "granite, "
+        "granite, internlm2, "
         "deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
         "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
         "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
@@ -449,6 +449,26 @@ TEST_CASE("hf: StarCoder2 biases every linear and ties by default", "[hf]") {
   const Model untied = import_hf_config(
       sc2 + R"(, "tie_word_embeddings": false})", "x/config.json");
   CHECK(total(untied) == 3'030'371'328 + 49152LL * 3072);
+}
+
+TEST_CASE("hf: InternLM2 fuses q, k, v and biases them by default", "[hf]") {
+  // internlm/internlm2_5-7b (bias false): 32 x (wqkv 4096·(32+2·8)·128 +
+  // wo 4096² + w1,w3,w2 3·4096·14336 + 2 RMSNorms 8,192 = 218,112,000) +
+  // 92544·4096 embedding and untied output 758,120,448 + final norm 4,096
+  // = 7,737,708,544 ("7.74B" on its Hugging Face page).
+  const std::string cfg =
+      R"({"model_type": "internlm2", "hidden_size": 4096,
+          "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 8, "intermediate_size": 14336,
+          "vocab_size": 92544)";
+  const Model m = import_hf_config(cfg + R"(, "bias": false})",
+                                   "internlm2_5-7b/config.json");
+  CHECK_FALSE(m.tie_word_embeddings);
+  CHECK(total(m) == 7'737'708'544);
+  // No bias key: InternLM2Config's bias=True adds wqkv's 6,144 and wo's
+  // 4,096 per layer: 32 x 10,240 = 327,680.
+  const Model biased = import_hf_config(cfg + "}", "x/config.json");
+  CHECK(total(biased) == 7'737'708'544 + 327'680);
 }
 
 TEST_CASE("hf: GPT-BigCode is multi-query unless told otherwise", "[hf]") {
@@ -816,7 +836,8 @@ TEST_CASE("hf: messages stay on one line whatever the config holds", "[hf]") {
         "qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3, gemma3_text, "
         "phi, phi3, phimoe, cohere, cohere2, olmo2, olmo3, exaone4, falcon, "
         "falcon_h1, "
-        "granite, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gpt2, "
+        "granite, internlm2, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, "
+        "gpt_oss, gpt2, "
         "gpt_bigcode, gptj, starcoder2, stablelm, smollm3, gpt_neox, bloom, "
         "llama4, mllama, mistral3, t5, jamba, mamba, mamba2");
   const std::string big(10'000, '7');

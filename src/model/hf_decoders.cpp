@@ -77,6 +77,17 @@ void read_granite(const Source& s, Model& m) {
   read_llama_like(s.root, m, 0, false);
 }
 
+// InternLM2Config / modeling_internlm2.py (trust_remote_code;
+// InternEvo-HFModels d335092): the Llama shapes with q, k and v fused in one
+// wqkv; `bias` (default true) puts a bias on wqkv and wo, never on the w1/w3/w2
+// MLP; untied output head.
+void read_internlm2(const Source& s, Model& m) {
+  read_llama_like(s.root, m, 0, false);
+  m.qkv_bias = s.root.flag("bias", true);
+  m.o_bias = m.qkv_bias;
+  m.mlp_bias = false;
+}
+
 // Olmo2Config / modeling_olmo2.py: Llama attention and MLP with q_norm and
 // k_norm over the whole projections and the norms after each sublayer
 // (post_attention_layernorm, post_feedforward_layernorm).

@@ -36,6 +36,7 @@ std::int64_t unquantized_params(const Config& q, std::string_view key,
 void read_llama(const Source& s, Model& m);  // llama, mistral, ministral3, phi3
 void read_qwen(const Source& s, Model& m);   // qwen2, qwen3
 void read_granite(const Source& s, Model& m);      // granite
+void read_internlm2(const Source& s, Model& m);    // internlm2
 void read_smollm3(const Source& s, Model& m);      // smollm3
 void read_stablelm(const Source& s, Model& m);     // stablelm
 void read_olmo2(const Source& s, Model& m);        // olmo2

@@ -58,6 +58,7 @@ constexpr std::array k_families = {
     Family{"falcon", read_falcon},
     Family{"falcon_h1", read_falcon_h1},
     Family{"granite", read_granite},
+    Family{"internlm2", read_internlm2},
     Family{"deepseek_v2", read_deepseek},
     Family{"deepseek_v3", read_deepseek},
     Family{"kimi_k2", read_deepseek},
