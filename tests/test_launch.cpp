@@ -996,3 +996,114 @@ TEST_CASE(
         "unwritten: tensor parallelism: transformers 4.46 has no tp_plan "
         "(4.47+)");
 }
+
+TEST_CASE(
+    "launch: a checkpoint with its own modeling code loads with "
+    "trust_remote_code",
+    "[launch]") {
+  using oomplan::Framework;
+  // InternLM2's config.json maps AutoModelForCausalLM to
+  // modeling_internlm2.py: without trust_remote_code, from_pretrained and
+  // vLLM refuse to load it.
+  const oomplan::Model& internlm = oomplan::find_model(
+      oomplan::test::catalog(), "internlm/internlm2_5-7b-chat");
+  const oomplan::Model llama = oomplan::test::llama3_70b();
+  oomplan::Resolved s;
+  auto text = [&](Framework f, const oomplan::Model& m) {
+    const oomplan::LaunchWriting w = oomplan::write_launch(f, s, m);
+    std::string all;
+    for (const auto& b : w.blocks) {
+      all += b.text + "\n";
+    }
+    for (const auto& u : w.unwritten) {
+      all += "unwritten: " + u + "\n";
+    }
+    return all;
+  };
+  CHECK_THAT(text(Framework::vllm, internlm),
+             Catch::Contains("vllm serve internlm/internlm2_5-7b "
+                             "--trust-remote-code"));
+  CHECK_THAT(text(Framework::generate, internlm),
+             Catch::Contains("trust_remote_code=True"));
+  // Tensor parallelism needs the class's tp_plan; remote code has none.
+  s.gpus = 2;
+  s.tp = 2;
+  CHECK_THAT(text(Framework::generate, internlm),
+             Catch::Contains("unwritten: tensor parallelism: internlm2's own "
+                             "modeling code (trust_remote_code) has no "
+                             "tp_plan"));
+  s.gpus = 1;
+  s.tp = 1;
+  s.mode = oomplan::Mode::lora;
+  for (const Framework f :
+       {Framework::trl, Framework::axolotl, Framework::llama_factory}) {
+    CHECK_THAT(text(f, internlm),
+               Catch::Contains(R"("trust_remote_code":true)"));
+    // A model transformers ships is loaded without it.
+    CHECK_THAT(text(f, llama), !Catch::Contains("trust_remote_code"));
+  }
+}
+
+TEST_CASE("launch: LoRA targets are written in the model family's names",
+          "[launch]") {
+  using oomplan::Framework;
+  const auto& catalog = oomplan::test::catalog();
+  oomplan::Resolved s;
+  s.mode = oomplan::Mode::lora;
+  auto modules = [&](std::string_view model) {
+    const oomplan::LaunchWriting w = oomplan::write_launch(
+        Framework::trl, s, oomplan::find_model(catalog, model));
+    const auto doc = nlohmann::json::parse(w.blocks.front().text);
+    std::string names;
+    for (const auto& n : doc.at("lora_target_modules")) {
+      if (!names.empty()) {
+        names += ',';
+      }
+      names += n.get<std::string>();
+    }
+    for (const auto& u : w.unwritten) {
+      names += " | " + u;
+    }
+    return names;
+  };
+  // Every projection (the default): each family's modeling file's names.
+  CHECK(modules("llama-3.1-8b") ==
+        "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj");
+  CHECK(modules("phi-3-mini-4k") == "qkv_proj,o_proj,gate_up_proj,down_proj");
+  CHECK(modules("phi-2") == "q_proj,k_proj,v_proj,dense,fc1,fc2");
+  CHECK(modules("internlm2.5-7b") == "wqkv,wo,w1,w3,w2");
+  CHECK(modules("pythia-1b") ==
+        "query_key_value,dense,dense_h_to_4h,dense_4h_to_h");
+  CHECK(modules("falcon-7b") ==
+        "query_key_value,dense,dense_h_to_4h,dense_4h_to_h");
+  CHECK(modules("gpt-j-6b") == "q_proj,k_proj,v_proj,out_proj,fc_in,fc_out");
+  CHECK(modules("starcoder2-3b") == "q_proj,k_proj,v_proj,o_proj,c_fc,c_proj");
+  CHECK(modules("gpt2") == "c_attn,c_proj,c_fc");
+  // q and v alone: Phi-3 holds them in qkv_proj with k, so the file adapts
+  // k too and says so.
+  s.lora_targets = oomplan::k_lora_q | oomplan::k_lora_v;
+  CHECK(modules("phi-3-mini-4k") ==
+        "qkv_proj | LoRA on part of qkv_proj: phi3 holds several projections "
+        "in one module, and the file adapts all of them");
+  CHECK(modules("llama-3.1-8b") == "q_proj,v_proj");
+}
+
+TEST_CASE("launch: LoRA module names of every family read as their targets",
+          "[launch]") {
+  auto targets = [](std::string_view modules) {
+    return option(
+        read_one("train.yaml",
+                 fmt::format("model_name_or_path: microsoft/Phi-3-mini-4k-"
+                             "instruct\nuse_peft: true\n"
+                             "lora_target_modules: [{}]\n",
+                             modules)),
+        "--lora-targets");
+  };
+  CHECK(targets("qkv_proj, gate_up_proj") == "q,k,v,gate,up");
+  CHECK(targets("wqkv, wo, w1, w3, w2") == "q,k,v,o,gate,up,down");
+  CHECK(targets("query_key_value, dense") == "q,k,v,o");
+  CHECK(targets("dense_h_to_4h, dense_4h_to_h, fc1, fc2") == "up,down");
+  // GPT-2's c_proj is both the attention output and the MLP's.
+  CHECK(targets("c_attn, c_proj") == "q,k,v,o,down");
+  CHECK(targets("out_proj, fc_in, fc_out") == "o,up,down");
+}

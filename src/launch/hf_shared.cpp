@@ -149,49 +149,35 @@ std::string lora_targets(KeyReader& keys, std::string_view key,
                             names[0] == "all_linear")) {
     return "all";
   }
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 14>
-      k_modules = {{
-          {"q_proj", "q"},
-          {"k_proj", "k"},
-          {"v_proj", "v"},
-          {"o_proj", "o"},
-          {"gate_proj", "gate"},
-          {"up_proj", "up"},
-          {"down_proj", "down"},
-          // torchtune's names (lora_attn_modules).
-          {"output_proj", "o"},
-          {"w1", "gate"},
-          {"w3", "up"},
-          {"w2", "down"},
-          {"q", "q"},
-          {"k", "k"},
-          {"v", "v"},
-      }};
-  std::vector<std::string> out;
+  unsigned targets = 0;
   for (const auto& n : names) {
-    const auto it = std::find_if(k_modules.begin(), k_modules.end(),
-                                 [&](const auto& m) { return m.first == n; });
-    if (it == k_modules.end()) {
+    const unsigned covered = lora_module_targets(n);
+    if (covered == 0) {
       keys.fail(key, fmt::format("LoRA on {} is not modelled; oomplan puts "
                                  "adapters on q_proj, k_proj, v_proj, o_proj, "
-                                 "gate_proj, up_proj, down_proj or all-linear",
+                                 "gate_proj, up_proj, down_proj (or the "
+                                 "family's names for them) or all-linear",
                                  echo(n)));
     }
-    if (std::find(out.begin(), out.end(), it->second) == out.end()) {
-      out.emplace_back(it->second);
-    }
+    targets |= covered;
   }
-  if (out.empty()) {
+  if (targets == 0) {
     keys.fail(key, "names no LoRA target modules");
   }
   // Canonical order q,k,v,o,gate,up,down (setup.hpp LoraTarget).
-  static constexpr std::array<std::string_view, 7> k_order = {
-      "q", "k", "v", "o", "gate", "up", "down"};
+  static constexpr std::array<std::pair<unsigned, std::string_view>, 7>
+      k_order = {{{k_lora_q, "q"},
+                  {k_lora_k, "k"},
+                  {k_lora_v, "v"},
+                  {k_lora_o, "o"},
+                  {k_lora_gate, "gate"},
+                  {k_lora_up, "up"},
+                  {k_lora_down, "down"}}};
   std::string text;
-  for (const auto o : k_order) {
-    if (std::find(out.begin(), out.end(), o) != out.end()) {
+  for (const auto& [bit, word] : k_order) {
+    if ((targets & bit) != 0) {
       text += text.empty() ? "" : ",";
-      text += o;
+      text += word;
     }
   }
   return text;

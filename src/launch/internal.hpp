@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -236,6 +237,18 @@ void set_objective(LaunchPlan& plan, std::string_view objective,
 // objective whose memory they have ("dpo", "simpo", "kto"), or "" when the
 // name is none of them.
 std::string_view trl_loss_objective(std::string_view loss_type);
+
+// LoRA target module names (lora_modules.cpp). `targets` holds k_lora_*
+// bits (setup.hpp): a fused module covers several.
+struct LoraModule {
+  std::string_view name;
+  unsigned targets;
+};
+// The names a model_type's modeling file gives the projections (Llama's for
+// the families that copy them).
+std::span<const LoraModule> lora_modules_of(std::string_view model_type);
+// The projections a target_modules name covers in any family; 0 for none.
+unsigned lora_module_targets(std::string_view name);
 
 // Options of `plan` (convenience).
 void set_option(LaunchPlan& plan, std::string flag, std::string value,

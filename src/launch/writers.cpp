@@ -45,6 +45,22 @@ std::string model_id(const Model& model) {
   return model.hf_id.empty() ? model.name : model.hf_id;
 }
 
+// Checkpoints whose config.json auto_map names their own modeling code, for a
+// model_type transformers does not ship: from_pretrained and vLLM load them
+// only with trust_remote_code (InternLM2: modeling_internlm2.py; Kimi K2:
+// modeling_deepseek.py, as vLLM's Kimi-K2 recipe passes --trust-remote-code).
+bool remote_code(const Model& model) {
+  return model.model_type == "internlm2" || model.model_type == "kimi_k2";
+}
+
+// The key every training file that loads the model spells it with (TRL
+// ModelConfig, run_clm.py, axolotl, LLaMA-Factory ModelArguments).
+void remote_code_key(const Model& model, Json& doc) {
+  if (remote_code(model)) {
+    doc["trust_remote_code"] = true;
+  }
+}
+
 // Quantized weights other than the checkpoint's own (which loading the
 // checkpoint gives).
 bool own_quant(const Resolved& s, const Model& model) {
@@ -83,6 +99,9 @@ void write_vllm(const Resolved& s, const Model& model, Out& out) {
     return;
   }
   std::string cmd = fmt::format("vllm serve {}", model_id(model));
+  if (remote_code(model)) {
+    cmd += " --trust-remote-code";
+  }
   cmd += fmt::format(" --tensor-parallel-size {}", s.tp);
   if (s.pp > 1) {
     cmd += fmt::format(" --pipeline-parallel-size {}", s.pp);
@@ -167,10 +186,20 @@ void write_generate(const Resolved& s, const Model& model, Out& out) {
                       s.attn == Attn::flash  ? "flash_attention_2"
                       : s.attn == Attn::sdpa ? "sdpa"
                                              : "eager");
+  if (remote_code(model)) {
+    args += ", trust_remote_code=True";
+  }
   if (s.split_layers) {
     args += R"(, device_map="auto")";  // accelerate big_modeling dispatch
   } else if (s.tp > 1) {
-    if (s.transformers_release < k_transformers_tp_plan) {
+    if (remote_code(model)) {
+      // Tensor parallelism follows the model class's base_model_tp_plan
+      // (modeling_utils.py); remote modeling code declares none.
+      out.cannot(fmt::format(
+          "tensor parallelism: {}'s own modeling code (trust_remote_code) "
+          "has no tp_plan",
+          model.model_type));
+    } else if (s.transformers_release < k_transformers_tp_plan) {
       out.cannot(fmt::format(
           "tensor parallelism: transformers {} has no tp_plan (4.47+)",
           release_text(s.transformers_release)));
@@ -252,21 +281,22 @@ std::string_view hf_optim(Optimizer o) {
   return "adamw_torch";
 }
 
-Json lora_modules(unsigned targets) {
-  // PEFT target_modules names of the Llama-style projections.
-  static constexpr std::array<std::pair<unsigned, const char*>, 7> k_names = {{
-      {k_lora_q, "q_proj"},
-      {k_lora_k, "k_proj"},
-      {k_lora_v, "v_proj"},
-      {k_lora_o, "o_proj"},
-      {k_lora_gate, "gate_proj"},
-      {k_lora_up, "up_proj"},
-      {k_lora_down, "down_proj"},
-  }};
+// PEFT target_modules for --lora-targets, in the names the model's family
+// gives them (lora_modules.cpp); a fused module adapts all it holds.
+Json lora_modules(unsigned targets, const Model& model, Out& out) {
   Json names = Json::array();
-  for (const auto& [bit, name] : k_names) {
-    if ((targets & bit) != 0) {
-      names.push_back(name);
+  for (const launch::LoraModule& m :
+       launch::lora_modules_of(model.model_type)) {
+    const unsigned covered = targets & m.targets;
+    if (covered == 0) {
+      continue;
+    }
+    names.push_back(m.name);
+    if (covered != m.targets) {
+      out.cannot(fmt::format(
+          "LoRA on part of {}: {} holds several projections in one module, "
+          "and the file adapts all of them",
+          m.name, model.model_type));
     }
   }
   return names;
@@ -275,6 +305,7 @@ Json lora_modules(unsigned targets) {
 // The model, adapters and quantization keys (TRL ModelConfig).
 void hf_model_keys(const Resolved& s, const Model& model, Json& doc, Out& out) {
   doc["model_name_or_path"] = model_id(model);
+  remote_code_key(model, doc);
   if (s.mode == Mode::full) {
     if (!own_quant(s, model)) {
       out.cannot("quantized weights in a full fine-tune");
@@ -283,7 +314,7 @@ void hf_model_keys(const Resolved& s, const Model& model, Json& doc, Out& out) {
   }
   doc["use_peft"] = true;
   doc["lora_r"] = s.lora_rank;
-  doc["lora_target_modules"] = lora_modules(s.lora_targets);
+  doc["lora_target_modules"] = lora_modules(s.lora_targets, model, out);
   if (s.mode == Mode::qlora) {
     doc["load_in_4bit"] = true;
     doc["use_bnb_nested_quant"] = s.quant == Quant::nf4;
@@ -749,6 +780,7 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
   const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
   axolotl_limits(s, ds, out);
   Json doc = {{"base_model", model_id(model)}};
+  remote_code_key(model, doc);
   if (s.mode != Mode::full) {
     doc["adapter"] = s.mode == Mode::qlora ? "qlora" : "lora";
     if (s.mode == Mode::qlora) {
@@ -761,7 +793,7 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
       out.cannot(fmt::format("LoRA over {} weights", quant_name(s.quant)));
     }
     doc["lora_r"] = s.lora_rank;
-    doc["lora_target_modules"] = lora_modules(s.lora_targets);
+    doc["lora_target_modules"] = lora_modules(s.lora_targets, model, out);
   } else if (!own_quant(s, model)) {
     out.cannot("quantized weights in a full fine-tune");
   }
@@ -857,6 +889,7 @@ void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
   const bool ds = !s.fsdp && (s.zero > 0 || s.offload != Offload::none);
   llama_factory_limits(s, ds, out);
   Json doc = {{"model_name_or_path", model_id(model)}, {"stage", "sft"}};
+  remote_code_key(model, doc);
   llama_factory_preference(s, doc, out);
   doc["finetuning_type"] = s.mode == Mode::full ? "full" : "lora";
   if (s.mode == Mode::qlora) {
@@ -870,7 +903,7 @@ void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
   if (s.mode != Mode::full) {
     doc["lora_rank"] = s.lora_rank;
     std::string targets;
-    for (const auto& name : lora_modules(s.lora_targets)) {
+    for (const auto& name : lora_modules(s.lora_targets, model, out)) {
       if (!targets.empty()) {
         targets.push_back(',');
       }
