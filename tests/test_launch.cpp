@@ -548,7 +548,7 @@ TEST_CASE("launch: framework defaults carry their reason and source",
   const auto names = oomplan::framework_names();
   CHECK(names == std::vector<std::string_view>{
                      "vllm", "deepspeed", "hf-trainer", "trl", "accelerate",
-                     "axolotl", "torchtune", "llama-factory"});
+                     "axolotl", "torchtune", "llama-factory", "torchtitan"});
   for (const auto name : names) {
     INFO(name);
     const auto defaults = oomplan::framework_defaults(name);
@@ -570,7 +570,7 @@ TEST_CASE("launch: framework defaults carry their reason and source",
   CHECK(error_of([] { oomplan::framework_defaults("megatron"); }) ==
         "--framework \"megatron\" is not a framework oomplan knows; use vllm, "
         "deepspeed, hf-trainer, trl, accelerate, axolotl, torchtune, "
-        "llama-factory");
+        "llama-factory, torchtitan");
 }
 
 TEST_CASE("launch: hostile files get one error line", "[launch]") {

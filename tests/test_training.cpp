@@ -995,7 +995,7 @@ TEST_CASE("training: the CP ring gathers every rank's keys and values",
   CHECK(b.bytes_of("activations") == 143'360LL * 4096);
 }
 
-TEST_CASE("training: float8 linears make per-op SAC save every projection",
+TEST_CASE("training: float8 linears leave per-op SAC's saves as bf16's",
           "[training][float8]") {
   const Model m = llama2_7b();
   Gpu g = card("H100", 79.19);
@@ -1005,12 +1005,12 @@ TEST_CASE("training: float8 linears make per-op SAC save every projection",
           .checkpointing = Checkpointing::op,
           .precision = Precision::pure};
   s.float8 = true;
-  // aten._scaled_mm is always saved: the 63,104 B of the bf16 test plus
-  // wk (8,192), wo (8,192) and w3 (22,016) = 101,504 B per token and
-  // layer; x 8192 x 32 = 26,608,664,576, final norm 268,435,456.
+  // Float8Linear calls torch.mm on float8 tensors, which SAC counts as
+  // aten.mm: the bf16 test's 63,104 B per token and layer; x 8192 x 32 =
+  // 16,542,334,976, final norm 268,435,456.
   const Budget b = plan(m, g, s);
   REQUIRE(b.peak.phase == Phase::backward);
-  CHECK(b.bytes_of("activations") == 26'608'664'576 + 268'435'456);
+  CHECK(b.bytes_of("activations") == 16'542'334'976 + 268'435'456);
   // Under full checkpointing float8 changes nothing that is kept: torchao
   // >= 0.9 saves the high-precision input and weight and re-casts them.
   s.checkpointing = Checkpointing::full;
@@ -1469,4 +1469,35 @@ TEST_CASE("training: the text table keeps its columns with reference_weights",
   CHECK(std::all_of(ends.begin(), ends.end(),
                     [&](std::size_t e) { return e == ends.front(); }));
   CHECK(r.out.find("  reference_weights ") != std::string::npos);
+}
+
+TEST_CASE("training: torchtitan before 0.1 compiles the blocks, not the loss",
+          "[training]") {
+  // torchtitan's apply_compile wraps each TransformerBlock in torch.compile;
+  // the loss is compiled only from #1033 (0.1.0). Llama-2-7B, 4,096 tokens:
+  // 4,096 x 32,000 = 131,072,000 logits. Eager upcast loss at the start of
+  // backward: log-softmax's fp32 output, NLL's gradient and log-softmax's
+  // (12 B) = 1,572,864,000 B; compiled: the bf16 input and its gradient
+  // (4 B) = 524,288,000 B.
+  const Gpu& h100 = find_gpu(test::catalog(), "H100");
+  Setup s{.mode = Mode::full,
+          .seq = 4096,
+          .fsdp = true,
+          .checkpointing = Checkpointing::full,
+          .compile = true,
+          .loss = Loss::upcast};
+  s.gpus = 8;
+  s.framework = Framework::torchtitan;
+  s.torchtitan_release = Release{0, 0, 0};
+  CHECK(test::budget(llama2_7b(), h100, s).bytes_of("logits") == 1'572'864'000);
+  CHECK_FALSE(resolve(llama2_7b(), h100, s).compiled_loss);
+  // From 0.1 the loss is compiled too: 524,288,000 B, below the peak's
+  // layer backward, so the peak holds no logits.
+  s.torchtitan_release = Release{0, 1, 0};
+  CHECK(resolve(llama2_7b(), h100, s).compiled_loss);
+  CHECK(test::budget(llama2_7b(), h100, s).bytes_of("logits") == 0);
+  // The HF Trainer compiles the whole model, its loss included.
+  s.torchtitan_release = Release{0, 0, 0};
+  s.framework = Framework::hf_trainer;
+  CHECK(resolve(llama2_7b(), h100, s).compiled_loss);
 }

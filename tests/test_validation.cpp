@@ -226,21 +226,34 @@ TEST_CASE(
   // with its source and quote), beyond shared/validation's public set.
   const json set = read_json(k_dir + "/development.json");
   REQUIRE(set.at("checks").size() >= 2);
+  std::set<std::string> known;
+  const json gaps = read_json(k_dir + "/known_gaps.json");
+  for (const auto& gap : gaps.at("gaps")) {
+    known.insert(gap.at("id").get<std::string>());
+  }
   std::map<std::string, oomplan::test::CliResult> cache;
   for (const auto& check : set.at("checks")) {
     const Outcome o = evaluate(check, cache);
     INFO(o.id << ": " << o.detail);
     CHECK(o.numeric);
+    if (known.count(o.id) != 0) {
+      if (o.passed) {
+        WARN(o.id << " is listed in known_gaps.json but now passes");
+      }
+      continue;
+    }
     CHECK(o.passed);
   }
 }
 
 TEST_CASE("validation: every known gap names a real check and a reason",
           "[validation]") {
-  const json set = read_json(k_dir + "/public.json");
   std::set<std::string> ids;
-  for (const auto& check : set.at("checks")) {
-    ids.insert(check.at("id").get<std::string>());
+  for (const char* file : {"/public.json", "/development.json"}) {
+    const json set = read_json(k_dir + file);
+    for (const auto& check : set.at("checks")) {
+      ids.insert(check.at("id").get<std::string>());
+    }
   }
   const json gaps = read_json(k_dir + "/known_gaps.json");
   for (const auto& gap : gaps.at("gaps")) {

@@ -84,6 +84,15 @@ constexpr std::array k_torchtune_defaults = {
     Default{"--fsdp", "", "distributed recipes shard every model with FSDP2 fully_shard (training.shard_model); on one GPU that shards nothing"},
     Default{"--optimizer", "adamw", "recipes ship torch.optim.AdamW"},
 };
+constexpr std::array k_torchtitan_defaults = {
+    Default{"--mode", "full", "torchtitan pre-trains every weight (no adapters)"},
+    Default{"--dtype", "bf16", "TrainingConfig.mixed_precision_param = bfloat16 (torchtitan/config/configs.py)"},
+    Default{"--precision", "mixed", "fully_shard keeps fp32 sharded parameters and computes in bf16: MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32) (torchtitan/distributed/fsdp.py)"},
+    Default{"--fsdp", "", "ParallelismConfig.data_parallel_shard_degree = -1: FSDP2 fully_shard over every data-parallel rank"},
+    Default{"--loss", "upcast", "components/loss.py cross_entropy_loss upcasts pred.flatten(0, 1).float(), and the trainer drops pred before backward"},
+    Default{"--attn", "flash", "F.scaled_dot_product_attention on its flash backend (torchtitan/models/common/attention.py)"},
+    Default{"--optimizer", "adamw", "OptimizersContainer builds torch.optim.AdamW (components/optimizer/optimizer.py)"},
+};
 constexpr std::array k_llama_factory_defaults = {
     Default{"--mode", "lora", "finetuning_type = lora (hparams/finetuning_args.py)"},
     Default{"--lora-rank", "8", "lora_rank = 8 (hparams/finetuning_args.py)"},
@@ -117,7 +126,8 @@ std::vector<FrameworkRow> frameworks() {
           row("accelerate", k_accelerate_defaults),
           row("axolotl", k_axolotl_defaults),
           row("torchtune", k_torchtune_defaults),
-          row("llama-factory", k_llama_factory_defaults)};
+          row("llama-factory", k_llama_factory_defaults),
+          row("torchtitan", k_torchtitan_defaults)};
 }
 
 std::string_view trim(std::string_view s) {

@@ -275,14 +275,15 @@ double layer_activation_bytes(const Model& model, const Resolved& setup,
 // wq, wv, w1 and w2 are saved. Under TP the rowwise w2 product is a full
 // partial sum (not sharded) and, with sequence parallelism, both
 // reduce-scatter outputs are saved too. MoE layers follow the same pattern
-// per routed copy (the router gate is force-recomputed). With torchao float8
-// linears every projection runs aten._scaled_mm, which current torchtitan
-// saves unconditionally (it is one of functorch's compute_intensive_ops and
-// not counted among the alternating mm/linear), so all seven outputs stay
-// (torchtitan v0.1.0's shorter list saved none of them).
+// per routed copy (the router gate is force-recomputed). torchao's float8
+// linears change nothing here: Float8Linear's forward calls torch.mm on
+// Float8TrainingTensor arguments (torchao/float8/float8_linear.py
+// matmul_with_hp_or_float8_args), and SAC's dispatch mode sees that aten.mm
+// before the subclass turns it into _scaled_mm, so the same alternate
+// outputs are saved (torchtitan benchmarks/llama3_h100_202412_torchtitan.md:
+// 77.0 GiB compiled, 76.8 GiB compiled with float8).
 double op_saved_bytes(const Model& model, const Resolved& setup, const Dims& dm,
                       bool moe) {
-  const bool f8 = setup.float8;
   const double d = dm.d;
   const double h = dm.h;
   const double heads = as_double(model.num_heads);
@@ -295,26 +296,22 @@ double op_saved_bytes(const Model& model, const Resolved& setup, const Dims& dm,
     o_dim = heads * as_double(model.v_head_dim);
   }
   // A plain MLP (fc1, GELU, fc2) has one matmul fewer than the gated one:
-  // its fc2 is the block's sixth matmul, recomputed unless float8 saves it.
+  // its fc2 is the block's sixth matmul, recomputed.
   const bool gated = model.mlp == MlpKind::gated;
   const double rep_div = dm.sp ? dm.t : 1.0;
   // The checkpointed block input, in the residual stream's dtype (fp32
   // under amp or prepare_model_for_kbit_training), as full checkpointing
   // keeps it.
   double rep = residual_stream_bytes(setup) * h / rep_div;
-  // w2's output (under TP the rowwise partial sum, full size); float8 also
-  // wo's.
-  rep += ((gated || f8 ? 1.0 : 0.0) + (f8 ? 1.0 : 0.0)) * d * h;
+  // w2's output (under TP the rowwise partial sum, full size).
+  rep += (gated ? 1.0 : 0.0) * d * h;
   if (dm.t > 1 && dm.sp) {
     rep += 2.0 * d * h / dm.t;  // reduce-scatter outputs
   }
-  // wq, wv (float8: wk too), the attention output and its logsumexp (fp32,
-  // one per head).
-  double shard = d * (q_dim + (f8 ? 2.0 : 1.0) * kv_dim + o_dim) + 4.0 * heads;
-  // w1 (w3 recomputed; float8: saved too); a plain MLP's fc1.
-  auto mlp = [&](double inter) {
-    return (gated && f8 ? 2.0 : 1.0) * d * inter;
-  };
+  // wq, wv, the attention output and its logsumexp (fp32, one per head).
+  double shard = d * (q_dim + kv_dim + o_dim) + 4.0 * heads;
+  // w1 (w3 recomputed); a plain MLP's fc1.
+  auto mlp = [&](double inter) { return d * inter; };
   if (!moe) {
     shard += mlp(as_double(model.intermediate_size));
   } else {

@@ -17,7 +17,7 @@ LossBytes loss_bytes(const Resolved& setup) {
   const double d = dtype_bytes(setup.dtype);
   switch (setup.loss) {
     case Loss::chunked:
-      if (setup.compile) {
+      if (setup.compiled_loss) {
         // Compiled per-chunk CE saves only its 16-bit input chunk (the
         // chunks stay referenced) and writes one chunk's gradient at a time:
         // inductor fuses the fp32 upcast, softmax and NLL backward into one
@@ -37,7 +37,7 @@ LossBytes loss_bytes(const Resolved& setup) {
       // start of backward 16 B (logits, saved output, its gradient, the
       // logits' gradient). Compiled: log-softmax and NLL fused, the fp32
       // logits kept (4 B) and their gradient written in one kernel (4 B).
-      return setup.compile ? LossBytes{4.0, 8.0} : LossBytes{8.0, 16.0};
+      return setup.compiled_loss ? LossBytes{4.0, 8.0} : LossBytes{8.0, 16.0};
     case Loss::upcast:
       // F.cross_entropy(logits.float()) on 16-bit logits that the loop frees
       // before backward (torchtitan components/loss.py cross_entropy_loss and
@@ -47,19 +47,21 @@ LossBytes loss_bytes(const Resolved& setup) {
       // their fp32 copy and log-softmax's fp32 output (d + 8 B); backward:
       // the saved output, NLL's gradient and log-softmax's (12 B). Compiled:
       // inductor keeps the 16-bit input and writes its gradient (d + d).
-      return setup.compile ? LossBytes{d, 2.0 * d} : LossBytes{d + 8.0, 12.0};
+      return setup.compiled_loss ? LossBytes{d, 2.0 * d}
+                                 : LossBytes{d + 8.0, 12.0};
     case Loss::upcast_shift:
       // transformers 4.46-4.48 ForCausalLMLoss: logits.float(), then
       // shift_logits = logits[..., :-1, :].contiguous(), a second fp32 copy,
       // while the model still holds its 16-bit logits (d + 12 B).
-      return setup.compile ? LossBytes{d, 2.0 * d} : LossBytes{d + 12.0, 12.0};
+      return setup.compiled_loss ? LossBytes{d, 2.0 * d}
+                                 : LossBytes{d + 12.0, 12.0};
     case Loss::fp32_shift:
       // transformers <= 4.45 LlamaForCausalLM.forward: logits =
       // lm_head(...).float() (the 16-bit product freed at once), then the
       // shifted fp32 copy and log-softmax's output (12 B); Trainer frees
       // the fp32 logits before backward (12 B). Compiled: the fp32 logits
       // are a model output, materialised as in `full`.
-      return setup.compile ? LossBytes{4.0, 8.0} : LossBytes{12.0, 12.0};
+      return setup.compiled_loss ? LossBytes{4.0, 8.0} : LossBytes{12.0, 12.0};
   }
   return {8.0, 16.0};
 }

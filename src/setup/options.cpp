@@ -582,6 +582,32 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{release_text(c.resolved.transformers_release)}; }},
   OptionRow{
+    "--torchtitan-version", "torchtitan_version", OptionGroup::workload, "X.Y",
+    "torchtitan release (training): before 0.1 (#1033) torch.compile covers each "
+    "TransformerBlock only and the loss runs eager",
+    "0.2.2", nullptr,
+    [](Setup& s, std::string_view t) {
+      const auto release = release_from_text(t);
+      if (!release) {
+        throw Error(fmt::format(
+            "--torchtitan-version '{}' is not a version; use X.Y such as 0.0 or 0.2.2", t));
+      }
+      s.torchtitan_release = *release;
+    },
+    [](const OptionContext& c) {
+      return c.setup.torchtitan_release && c.setup.training() &&
+                     *c.setup.torchtitan_release != k_torchtitan_default
+                 ? words("--torchtitan-version", release_text(*c.setup.torchtitan_release))
+                 : Words{};
+    },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return s.training() && s.torchtitan_release != k_torchtitan_default
+                 ? fmt::format("torchtitan {}", release_text(s.torchtitan_release))
+                 : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{release_text(c.resolved.torchtitan_release)}; }},
+  OptionRow{
     "--awq-fused-len", "awq_fused_len", OptionGroup::workload, "INT",
     "AutoAWQ fused layers (engine hf, AWQ weights): tokens of the fp16 K/V cache each layer "
     "allocates at load, batch x INT (from_quantized(fuse_layers=True, max_seq_len=INT), whose "

@@ -31,6 +31,30 @@ int resolved_dp(const Setup& setup) {
   return setup.total_gpus() / (tp * pp * setup.cp);
 }
 
+namespace {
+
+// The user's overrides and the margins they resolve to on this card.
+void resolve_margins(const Setup& s, const Gpu& gpu, Resolved& r) {
+  r.overhead_gib = s.overhead_gib;
+  r.reserve = s.reserve;
+  r.price = s.price;
+  const double capacity = static_cast<double>(gpu.capacity_bytes);
+  if (s.min_headroom_gib) {
+    r.min_headroom_bytes =
+        round_bytes(*s.min_headroom_gib * static_cast<double>(k_gib));
+  } else if (s.min_headroom_share) {
+    r.min_headroom_bytes = round_bytes(*s.min_headroom_share * capacity);
+  } else if (s.engine != Engine::vllm || s.training()) {
+    r.min_headroom_bytes = round_bytes(k_low_headroom_share * capacity);
+  }
+  if (s.host_ram_gib) {
+    r.host_ram_bytes =
+        round_bytes(*s.host_ram_gib * static_cast<double>(k_gib));
+  }
+}
+
+}  // namespace
+
 Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   Resolved r;
   r.gpus = s.gpus;
@@ -70,23 +94,11 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.vllm_release = s.vllm_release.value_or(vllm_era_release(s.vllm_version));
   r.transformers_release =
       s.transformers_release.value_or(k_transformers_default);
-  r.overhead_gib = s.overhead_gib;
-  r.reserve = s.reserve;
-  r.price = s.price;
-  const double capacity = static_cast<double>(gpu.capacity_bytes);
-  if (s.min_headroom_gib) {
-    r.min_headroom_bytes =
-        round_bytes(*s.min_headroom_gib * static_cast<double>(k_gib));
-  } else if (s.min_headroom_share) {
-    r.min_headroom_bytes = round_bytes(*s.min_headroom_share * capacity);
-  } else if (s.engine != Engine::vllm || s.training()) {
-    r.min_headroom_bytes = round_bytes(k_low_headroom_share * capacity);
-  }
-  if (s.host_ram_gib) {
-    r.host_ram_bytes =
-        round_bytes(*s.host_ram_gib * static_cast<double>(k_gib));
-  }
-
+  r.torchtitan_release = s.torchtitan_release.value_or(k_torchtitan_default);
+  r.compiled_loss =
+      s.compile && !(s.framework == Framework::torchtitan &&
+                     r.torchtitan_release < k_torchtitan_compiled_loss);
+  resolve_margins(s, gpu, r);
   std::tie(r.tp, r.pp) = tp_pp(s);
   r.zero = s.zero.value_or(s.fsdp ? 3 : 0);
   // --quant auto: the checkpoint's own format; QLoRA's base is NF4.

@@ -127,6 +127,15 @@ inline constexpr Release k_transformers_one_cache{4, 42, 0};
 inline constexpr Release k_transformers_tp_plan{4, 47, 0};
 inline constexpr Release k_transformers_distributed_config{5, 11, 0};
 
+// torchtitan by release (--torchtitan-version). Planned without the option:
+// the latest release, 0.2.2 (2026-02-20; main behaves the same here).
+inline constexpr Release k_torchtitan_default{0, 2, 2};
+// torch.compile covers the loss from #1033 (2025-04-02, first released in
+// 0.1.0: components/loss.py build_cross_entropy_loss); before, only each
+// TransformerBlock is compiled (parallelize_llama.py apply_compile) and the
+// loss runs eager.
+inline constexpr Release k_torchtitan_compiled_loss{0, 1, 0};
+
 // The default --min-headroom margin, as a share of the card: a plan that fits
 // with less free gets the low-headroom warning, and a fix must keep at least
 // this much. The caching allocator's fragmentation varies by 2-5 % of the
@@ -185,6 +194,8 @@ struct Setup {
   bool precompute_ref = false;
   // --transformers-version (engine hf; nullopt: k_transformers_default).
   std::optional<Release> transformers_release{};
+  // --torchtitan-version (nullopt: k_torchtitan_default).
+  std::optional<Release> torchtitan_release{};
   // AutoAWQ fused layers' cache length (tokens); 0: unfused (transformers'
   // AwqConfig default, do_fuse=False).
   std::int64_t awq_fused_len = 0;
@@ -261,6 +272,10 @@ struct Resolved {
   // (TRL precompute_ref_log_probs), so no reference model is held.
   bool precompute_ref = false;
   Release transformers_release = k_transformers_default;  // engine hf
+  Release torchtitan_release = k_torchtitan_default;
+  // torch.compile reaches the loss: --compile, except under torchtitan
+  // before k_torchtitan_compiled_loss.
+  bool compiled_loss = false;
   // engine hf inference with AWQ weights only; 0 otherwise.
   std::int64_t awq_fused_len = 0;
   // Serving (vLLM).
