@@ -1025,6 +1025,12 @@ TEST_CASE(
                              "--trust-remote-code"));
   CHECK_THAT(text(Framework::generate, internlm),
              Catch::Contains("trust_remote_code=True"));
+  // Kimi K2's config.json maps to its own modeling_deepseek.py too.
+  CHECK_THAT(text(Framework::vllm,
+                  oomplan::find_model(oomplan::test::catalog(), "kimi-k2")),
+             Catch::Contains("--trust-remote-code"));
+  CHECK_THAT(text(Framework::vllm, llama),
+             !Catch::Contains("--trust-remote-code"));
   // Tensor parallelism needs the class's tp_plan; remote code has none.
   s.gpus = 2;
   s.tp = 2;

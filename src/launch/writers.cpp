@@ -50,7 +50,9 @@ std::string model_id(const Model& model) {
 // only with trust_remote_code (InternLM2: modeling_internlm2.py; Kimi K2:
 // modeling_deepseek.py, as vLLM's Kimi-K2 recipe passes --trust-remote-code).
 bool remote_code(const Model& model) {
-  return model.model_type == "internlm2" || model.model_type == "kimi_k2";
+  constexpr std::array<std::string_view, 2> k_types = {"internlm2", "kimi_k2"};
+  return std::find(k_types.begin(), k_types.end(), model.model_type) !=
+         k_types.end();
 }
 
 // The key every training file that loads the model spells it with (TRL
