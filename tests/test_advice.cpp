@@ -811,3 +811,33 @@ TEST_CASE("advice: a fix keeps the preference objective",
     CHECK(has_words(argv_of(p, f), {"--objective", "dpo"}));
   }
 }
+
+TEST_CASE(
+    "advice: a pure-bf16 framework gets its own fixes (no ZeRO to bound "
+    "the search)",
+    "[advice]") {
+  // axolotl trains as loaded in bf16, so no DeepSpeed stage is expressible
+  // (DeepSpeed keeps fp32 master weights). The search's most frugal setup
+  // had a ZeRO stage in it, priced nothing and hid every axolotl fix: the
+  // first fix for its own full fine-tune example was "switch to Megatron".
+  // Llama-3-8B LoRA at 8,192 tokens on a 24 GiB RTX 4090: 16 GiB of bf16
+  // weights plus 8k tokens of activations and logits do not fit, and
+  // gradient checkpointing with offloaded layer inputs in axolotl does.
+  Setup s{.mode = Mode::lora,
+          .seq = 8192,
+          .dtype = Dtype::bf16,
+          .precision = Precision::pure};
+  s.framework = Framework::axolotl;
+  const Planned p = plan_case({"llama3-8b", "1xRTX4090", s});
+  REQUIRE_FALSE(p.budget.fits());
+  REQUIRE_FALSE(p.fixes.empty());
+  const Fix& first = p.fixes.front();
+  CHECK(first.group == FixGroup::same_hardware);
+  CHECK(resolve(*p.model, *first.gpu, first.request).checkpointing ==
+        Checkpointing::full);
+  // QLoRA over the same adapters is offered as a change of job.
+  CHECK(std::any_of(p.fixes.begin(), p.fixes.end(), [](const Fix& f) {
+    return f.id == "qlora" && f.group == FixGroup::change_job &&
+           f.request.mode == Mode::qlora;
+  }));
+}

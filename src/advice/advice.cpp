@@ -458,17 +458,22 @@ void other_gpus(const Ctx& c, std::vector<Fix>& out) {
 }
 
 // LoRA or QLoRA instead of full fine-tuning, with the cheapest moves
-// (QLoRA only when LoRA does not fit).
+// (QLoRA only when LoRA does not fit); QLoRA instead of LoRA over a 16-bit
+// base (the same adapters, the frozen base in NF4).
 std::optional<Fix> adapter_fix(const Ctx& c) {
   const Resolved& r = c.priced.setup;
+  const bool from_lora = r.mode == Mode::lora;
   for (const Mode mode : {Mode::lora, Mode::qlora}) {
-    if (mode == Mode::qlora && !capability_of(c.base).qlora) {
+    if ((mode == Mode::qlora && !capability_of(c.base).qlora) ||
+        (from_lora && mode == Mode::lora)) {
       continue;  // Megatron and torchtitan load no NF4 base
     }
     Setup t = c.base;
     t.mode = mode;
     t.quant = Quant::automatic;
-    t.precision = Precision::mixed;
+    if (!from_lora) {
+      t.precision = Precision::mixed;
+    }
     Searcher searcher(c.model, t, SearchScope{});
     const auto found =
         searcher.best(c.gpu, r.total_gpus(), Objective::balanced);
@@ -477,10 +482,11 @@ std::optional<Fix> adapter_fix(const Ctx& c) {
     }
     const bool q = mode == Mode::qlora;
     std::string title =
-        q ? "QLoRA (4-bit NF4 base + LoRA adapters) instead of "
-            "full fine-tuning"
-          : fmt::format("LoRA (rank {}) instead of full fine-tuning",
-                        t.lora_rank);
+        from_lora ? "QLoRA (4-bit NF4 base) instead of LoRA over a 16-bit base"
+        : q       ? "QLoRA (4-bit NF4 base + LoRA adapters) instead of "
+                    "full fine-tuning"
+                  : fmt::format("LoRA (rank {}) instead of full fine-tuning",
+                                t.lora_rank);
     if (!found->moves.empty()) {
       title += " + " + moves_title(found->moves);
     }
@@ -566,7 +572,8 @@ void change_job(const Ctx& c, std::vector<Fix>& out) {
       out.push_back(std::move(*fix));
     }
   };
-  if (r.training() && r.mode == Mode::full) {
+  if (r.training() && (r.mode == Mode::full ||
+                       (r.mode == Mode::lora && r.quant == Quant::none))) {
     keep(adapter_fix(c));
   }
   if (r.engine == Engine::vllm && !r.training()) {

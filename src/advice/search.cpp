@@ -465,7 +465,54 @@ struct Searcher::Space {
     if (exclusive) {
       out.insert(out.end(), without.begin(), without.end());
     }
+    // A frugal setup the framework cannot express (a ZeRO stage under the
+    // start's pure bf16: expresses()) bounds nothing, since evaluate() never
+    // prices it: its variant with that knob back at the start goes in too,
+    // with, when that leaves a move without what it needs (an offload
+    // without ZeRO), that move back as well.
+    if (expresses(start)) {
+      const std::size_t frugal_count = out.size();
+      for (std::size_t i = 0; i < frugal_count; ++i) {
+        if (const auto valid = expressible(out[i])) {
+          out.push_back(*valid);
+        }
+      }
+    }
     return out;
+  }
+
+  // `levels` with the first knob whose start makes it expressible at its
+  // start, then the first whose start makes it priceable; nullopt when
+  // `levels` is expressible already or no such knob is found.
+  std::optional<Levels> expressible(const Levels& levels) const {
+    const auto reset_first = [&](const Levels& from,
+                                 const auto& ok) -> std::optional<Levels> {
+      for (std::size_t d = 0; d < knobs.size(); ++d) {
+        Levels back = from;
+        back[d] = 0;
+        if (from[d] > 0 && ok(back)) {
+          return back;
+        }
+      }
+      return std::nullopt;
+    };
+    const auto expressed = [&](const Levels& l) {
+      const std::optional<Setup> setup = setup_of(l);
+      return setup && expresses(*setup);
+    };
+    const auto priceable = [&](const Levels& l) {
+      const std::optional<Setup> setup = setup_of(l);
+      return setup && price(*model, *gpu, *setup).priced.has_value();
+    };
+    if (expressed(levels)) {
+      return std::nullopt;
+    }
+    const std::optional<Levels> back = reset_first(levels, expressed);
+    if (!back || priceable(*back)) {
+      return back;
+    }
+    return reset_first(
+        *back, [&](const Levels& l) { return expressed(l) && priceable(l); });
   }
 
   // The frugal setups that fit: where the walks start.
