@@ -75,6 +75,8 @@ src/launch/writers.cpp|    if (covered != m.targets) {|    if (false) {|LoRA on 
 include/oomplan/setup/setup.hpp|inline constexpr Release k_torchtitan_compiled_loss{0, 1, 0};|inline constexpr Release k_torchtitan_compiled_loss{0, 0, 0};|torchtitan before 0.1 leaves the loss eager
 src/setup/resolve.cpp|      s.compile && !(s.framework == Framework::torchtitan &&|      s.compile && !(s.framework != Framework::torchtitan &&|only torchtitan compiles the blocks without the loss
 src/launch/writers.cpp|    if (remote_code(model)) {|    if (false) {|no transformers TP line for remote modeling code
+src/advice/search.cpp|    if (expresses(start)) {|    if (false) {|a pure-bf16 framework's search is bounded by what it can express
+src/advice/advice.cpp|                       (r.mode == Mode::lora && r.quant == Quant::none))) {|                       (false))) {|LoRA over a 16-bit base is offered QLoRA
 EOF
 )
 
