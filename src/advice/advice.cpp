@@ -464,9 +464,10 @@ std::optional<Fix> adapter_fix(const Ctx& c) {
   const Resolved& r = c.priced.setup;
   const bool from_lora = r.mode == Mode::lora;
   for (const Mode mode : {Mode::lora, Mode::qlora}) {
+    // Megatron and torchtitan load no NF4 base; a LoRA job is LoRA already.
     if ((mode == Mode::qlora && !capability_of(c.base).qlora) ||
         (from_lora && mode == Mode::lora)) {
-      continue;  // Megatron and torchtitan load no NF4 base
+      continue;
     }
     Setup t = c.base;
     t.mode = mode;

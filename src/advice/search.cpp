@@ -481,9 +481,10 @@ struct Searcher::Space {
     return out;
   }
 
-  // `levels` with the first knob whose start makes it expressible at its
-  // start, then the first whose start makes it priceable; nullopt when
-  // `levels` is expressible already or no such knob is found.
+  // `levels` with the first knob put back at its start that makes it
+  // expressible, then, if it cannot be priced, the first that makes it
+  // priceable too; nullopt when `levels` is expressible already or no such
+  // knob is found.
   std::optional<Levels> expressible(const Levels& levels) const {
     const auto reset_first = [&](const Levels& from,
                                  const auto& ok) -> std::optional<Levels> {
