@@ -71,7 +71,7 @@ src/model/hf_decoders.cpp|  m.qkv_bias = s.root.flag("bias", true);|  m.qkv_bias
 src/launch/writers.cpp|  constexpr std::array<std::string_view, 2> k_types = {"internlm2", "kimi_k2"};|  constexpr std::array<std::string_view, 2> k_types = {"internlm2", "kimi_k2_"};|Kimi K2 loads with trust_remote_code
 src/launch/lora_modules.cpp|  if (model_type == "phi3") {|  if (model_type == "phi3_") {|Phi-3's fused qkv_proj / gate_up_proj LoRA names
 src/launch/lora_modules.cpp|    {"fc_out", k_lora_down},|    {"fc_out", k_lora_up},|GPT-J's fc_out is the down projection
-src/launch/writers.cpp|    if (covered != m.targets) {|    if (false) {|LoRA on part of a fused module says it adapts all of it
+src/launch/writers.cpp|    if (covered != m.targets) {|    if (false) {|LoRA on part of a fused module: no launch block, and why
 include/oomplan/setup/setup.hpp|inline constexpr Release k_torchtitan_compiled_loss{0, 1, 0};|inline constexpr Release k_torchtitan_compiled_loss{0, 0, 0};|torchtitan before 0.1 leaves the loss eager
 src/setup/resolve.cpp|      s.compile && !(s.framework == Framework::torchtitan &&|      s.compile && !(s.framework != Framework::torchtitan &&|only torchtitan compiles the blocks without the loss
 src/launch/writers.cpp|    if (remote_code(model)) {|    if (false) {|no transformers TP line for remote modeling code

@@ -1085,12 +1085,12 @@ TEST_CASE("launch: LoRA targets are written in the model family's names",
   CHECK(modules("gpt-j-6b") == "q_proj,k_proj,v_proj,out_proj,fc_in,fc_out");
   CHECK(modules("starcoder2-3b") == "q_proj,k_proj,v_proj,o_proj,c_fc,c_proj");
   CHECK(modules("gpt2") == "c_attn,c_proj,c_fc");
-  // q and v alone: Phi-3 holds them in qkv_proj with k, so the file adapts
-  // k too and says so.
+  // q and v alone: Phi-3 holds them in qkv_proj with k, which PEFT adapts
+  // whole: no file does exactly that, and the fix says why.
   s.lora_targets = oomplan::k_lora_q | oomplan::k_lora_v;
   CHECK(modules("phi-3-mini-4k") ==
-        "qkv_proj | LoRA on part of qkv_proj: phi3 holds several projections "
-        "in one module, and the file adapts all of them");
+        "qkv_proj | LoRA on part of qkv_proj: phi3 fuses those projections "
+        "in one module, which PEFT adapts whole");
   CHECK(modules("llama-3.1-8b") == "q_proj,v_proj");
 }
 

@@ -284,7 +284,8 @@ std::string_view hf_optim(Optimizer o) {
 }
 
 // PEFT target_modules for --lora-targets, in the names the model's family
-// gives them (lora_modules.cpp); a fused module adapts all it holds.
+// gives them (lora_modules.cpp); a fused module is adapted whole, so part of
+// one cannot be written.
 Json lora_modules(unsigned targets, const Model& model, Out& out) {
   Json names = Json::array();
   for (const launch::LoraModule& m :
@@ -296,8 +297,8 @@ Json lora_modules(unsigned targets, const Model& model, Out& out) {
     names.push_back(m.name);
     if (covered != m.targets) {
       out.cannot(fmt::format(
-          "LoRA on part of {}: {} holds several projections in one module, "
-          "and the file adapts all of them",
+          "LoRA on part of {}: {} fuses those projections in one module, "
+          "which PEFT adapts whole",
           m.name, model.model_type));
     }
   }
