@@ -760,6 +760,32 @@ TEST_CASE("plan: options given beat --framework's defaults", "[check]") {
   CHECK(lines(bad.err) == 1);
 }
 
+TEST_CASE("plan: --framework axolotl --mode lora plans what its file reads",
+          "[check]") {
+  // axolotl trains a full fine-tune in pure bf16, but PEFT upcasts LoRA
+  // adapters to fp32 (peft autocast_adapter_dtype=True): a LoRA job is
+  // mixed precision on the command line as in an axolotl file.
+  const std::string file = temp_file("axolotl_lora.yaml",
+                                     "base_model: meta-llama/Llama-3.1-8B\n"
+                                     "adapter: lora\n"
+                                     "sequence_len: 8192\n"
+                                     "micro_batch_size: 1\n"
+                                     "bf16: true\n");
+  const Cleanup cleanup{{file}};
+  const json read = check_json({file, "--gpus", "1xRTX4090"})["plans"][0];
+  const json plan =
+      plan_json({"llama3.1-8b", "--gpus", "1xRTX4090", "--framework", "axolotl",
+                 "--mode", "lora", "--seq", "8192"});
+  CHECK(read["setup"]["precision"] == "mixed");
+  CHECK(plan["setup"]["precision"] == "mixed");
+  CHECK(plan_json({"llama3.1-8b", "--gpus", "1xRTX4090", "--framework",
+                   "axolotl"})["setup"]["precision"] == "pure");
+  // An explicit --precision still wins.
+  CHECK(plan_json({"llama3.1-8b", "--gpus", "1xRTX4090", "--framework",
+                   "axolotl", "--mode", "lora", "--precision",
+                   "pure"})["setup"]["precision"] == "pure");
+}
+
 // --- vLLM's own spellings on plan and fit.
 
 TEST_CASE("plan: --engine vllm takes vLLM's flag spellings", "[check]") {

@@ -58,7 +58,7 @@ Setup start(Framework fw, int gpus, Mode mode, Engine engine, std::int64_t seq,
   const auto names = framework_names();
   const std::string_view name = framework_name(fw);
   if (std::find(names.begin(), names.end(), name) != names.end()) {
-    for (const LaunchOption& o : framework_defaults(name)) {
+    for (const LaunchOption& o : framework_defaults(name, mode_name(mode))) {
       apply_option(s, o.flag, o.value);
     }
   }

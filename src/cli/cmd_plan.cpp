@@ -55,13 +55,20 @@ struct FitOptions {
 // which win (the precedence `oomplan check` applies to launch configs).
 Setup framework_setup(const std::string& framework, const SetupOptions& o) {
   Setup setup;
+  const auto given = given_setup_options(o);
   if (!framework.empty()) {
     setup.framework = framework_from_name(framework);
-    for (const LaunchOption& option : framework_defaults(framework)) {
+    std::string_view mode;
+    for (const auto& [flag, value] : given) {
+      if (flag == "--mode") {
+        mode = value;
+      }
+    }
+    for (const LaunchOption& option : framework_defaults(framework, mode)) {
       apply_option(setup, option.flag, option.value);
     }
   }
-  for (const auto& [flag, value] : given_setup_options(o)) {
+  for (const auto& [flag, value] : given) {
     apply_option(setup, flag, value);
   }
   return setup;

@@ -434,11 +434,13 @@ void apply_framework_defaults(LaunchPlan& plan) {
   // The reader's own adjustments (plan.framework_defaults so far) win over
   // the framework's table.
   std::vector<LaunchOption> specific = std::move(plan.framework_defaults);
-  plan.framework_defaults = framework_defaults(plan.framework);
+  auto option = [&](std::string_view flag) { return find_option(plan, flag); };
+  const auto* mode = option("--mode");
+  plan.framework_defaults = framework_defaults(
+      plan.framework, mode != nullptr ? std::string_view(mode->value) : "");
   for (auto& s : specific) {
     set_default(plan, s.flag, s.value, s.key);
   }
-  auto option = [&](std::string_view flag) { return find_option(plan, flag); };
   auto drop_default = [&](std::string_view flag) {
     std::erase_if(plan.framework_defaults,
                   [&](const LaunchOption& o) { return o.flag == flag; });
@@ -449,28 +451,6 @@ void apply_framework_defaults(LaunchPlan& plan) {
   }
   if (option("--fsdp") != nullptr) {
     drop_default("--zero");
-  }
-  std::string mode;
-  if (const auto* m = option("--mode")) {
-    mode = m->value;
-  } else {
-    for (const auto& d : plan.framework_defaults) {
-      if (d.flag == "--mode") {
-        mode = d.value;
-      }
-    }
-  }
-  if (mode == "full" || mode == "infer") {
-    drop_default("--lora-rank");
-    drop_default("--lora-targets");
-  }
-  if ((mode == "lora" || mode == "qlora") && plan.framework == "axolotl") {
-    // PEFT upcasts the adapter weights to fp32 (peft tuners_utils.py
-    // _cast_adapter_dtype, autocast_adapter_dtype=True); only the frozen
-    // base stays in bf16.
-    set_default(plan, "--precision", "mixed",
-                "PEFT keeps LoRA adapters in fp32 over the bf16 base "
-                "(peft autocast_adapter_dtype=True)");
   }
 }
 
@@ -484,19 +464,34 @@ std::vector<std::string_view> framework_names() {
   return out;
 }
 
-std::vector<LaunchOption> framework_defaults(std::string_view framework) {
+std::vector<LaunchOption> framework_defaults(std::string_view framework,
+                                             std::string_view mode) {
   if (framework == "plans") {
     return {};
   }
   for (const auto& f : launch::frameworks()) {
-    if (f.name == framework) {
-      std::vector<LaunchOption> out;
-      for (const auto* d = f.begin; d != f.end; ++d) {
-        out.push_back(
-            {std::string(d->flag), std::string(d->value), std::string(d->why)});
-      }
-      return out;
+    if (f.name != framework) {
+      continue;
     }
+    std::vector<LaunchOption> out;
+    for (const auto* d = f.begin; d != f.end; ++d) {
+      out.push_back(
+          {std::string(d->flag), std::string(d->value), std::string(d->why)});
+      if (mode.empty() && d->flag == "--mode") {
+        mode = d->value;
+      }
+    }
+    if ((mode == "lora" || mode == "qlora") && framework == "axolotl") {
+      // PEFT upcasts the adapter weights to fp32 (peft tuners_utils.py
+      // _cast_adapter_dtype, autocast_adapter_dtype=True); only the frozen
+      // base stays in bf16.
+      std::erase_if(
+          out, [](const LaunchOption& o) { return o.flag == "--precision"; });
+      out.push_back({"--precision", "mixed",
+                     "PEFT keeps LoRA adapters in fp32 over the bf16 base "
+                     "(peft autocast_adapter_dtype=True)"});
+    }
+    return out;
   }
   throw Error(
       fmt::format("--framework {} is not a framework oomplan knows; use "

@@ -133,8 +133,11 @@ std::vector<LaunchPlan> read_launch_file(const LaunchFile& file,
                                          const FileLoader& load);
 
 // What `oomplan plan --framework NAME` applies: the defaults of NAME (one of
-// framework_names()). Throws Error for an unknown name, listing the valid ones.
-std::vector<LaunchOption> framework_defaults(std::string_view framework);
+// framework_names()) for a job in `mode` (--mode's value; empty: the
+// framework's own default mode). Throws Error for an unknown name, listing
+// the valid ones.
+std::vector<LaunchOption> framework_defaults(std::string_view framework,
+                                             std::string_view mode = {});
 
 // vllm, deepspeed, hf-trainer, trl, accelerate, axolotl, torchtune,
 // llama-factory.
