@@ -786,6 +786,32 @@ TEST_CASE("plan: --framework axolotl --mode lora plans what its file reads",
                    "pure"})["setup"]["precision"] == "pure");
 }
 
+TEST_CASE("plan: --lora-dropout from the command line and the files",
+          "[check]") {
+  // TRL's ModelConfig.lora_dropout = 0.05 (trl/trainer/model_config.py).
+  const json trl = plan_json({"llama3.1-8b", "--gpus", "1xH100", "--framework",
+                              "trl", "--mode", "lora"});
+  CHECK(trl["setup"]["lora_dropout"] == 0.05);
+  // A full fine-tune has no adapters to drop out.
+  CHECK(plan_json({"llama3.1-8b", "--gpus", "1xH100", "--framework",
+                   "trl"})["setup"]["lora_dropout"] == 0.0);
+  const auto bad = run_cli({"llama3.1-8b", "--gpus", "1xH100", "--mode", "lora",
+                            "--lora-dropout", "1"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::StartsWith("oomplan: error: --lora-dropout 1 is "
+                                        "out of range"));
+  CHECK(lines(bad.err) == 1);
+  const std::string file = temp_file("axolotl_dropout.yaml",
+                                     "base_model: meta-llama/Llama-3.1-8B\n"
+                                     "adapter: lora\n"
+                                     "lora_dropout: 1.0\n");
+  const Cleanup cleanup{{file}};
+  const auto refused = run_cli({"check", file, "--gpus", "1xH100"});
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("lora_dropout"));
+  CHECK(lines(refused.err) == 1);
+}
+
 // --- vLLM's own spellings on plan and fit.
 
 TEST_CASE("plan: --engine vllm takes vLLM's flag spellings", "[check]") {

@@ -305,6 +305,40 @@ TEST_CASE("terms: needs_of says which inputs a layer keeps", "[terms]") {
   CHECK(qlora_mixed_needs(q).qkv_in == 1.0);
 }
 
+TEST_CASE("terms: LoRA dropout keeps a copy and a mask per adapter",
+          "[terms]") {
+  // peft lora/layer.py: each adapted projection drops out its own input
+  // (nn.Dropout per adapter), lora_A saves the dropped copy and
+  // native_dropout a 1-byte mask.
+  Resolved qv = lora();
+  qv.lora_targets = k_lora_q | k_lora_v;
+  qv.precision = Precision::pure;
+  const Dims dm = dims(qv);
+  const double before = layer_activation_bytes(llama2_7b(), qv, dm, false);
+  qv.lora_dropout = 0.05;
+  const Needs n = needs_of(qv);
+  CHECK(n.qkv_in == 2.0);  // no longer the one shared input
+  CHECK(n.qkv_masks == 2.0);
+  CHECK(n.up_masks == 0.0);
+  // Pure bf16 on q and v: one more 2 B copy of the 4,096-wide input and two
+  // 1 B masks: 8,192 + 8,192 = 16,384 B per token; x 4,096 tokens =
+  // 67,108,864 B per layer.
+  CHECK(layer_activation_bytes(llama2_7b(), qv, dm, false) - before ==
+        67108864.0);
+  // PEFT's fp32 adapters (mixed) on every projection already keep one copy
+  // each; dropout adds the masks only: q, k, v, gate, up 5 x 4,096 + o 4,096
+  // + down 11,008 = 35,584 B per token; x 4,096 = 145,752,064 B per layer.
+  Resolved all = lora();
+  const double mixed = layer_activation_bytes(llama2_7b(), all, dm, false);
+  all.lora_dropout = 0.1;
+  CHECK(layer_activation_bytes(llama2_7b(), all, dm, false) - mixed ==
+        145752064.0);
+  // A full fine-tune has no adapters.
+  Resolved f = full();
+  f.lora_dropout = 0.05;
+  CHECK(needs_of(f).qkv_masks == 0.0);
+}
+
 TEST_CASE("terms: norm_saved, dropout and eager scores", "[terms]") {
   const Resolved s = full();
   // RMSNorm in eager: the fp32 input (4 B) + the normalised bf16 copy (2 B).

@@ -108,7 +108,6 @@ constexpr std::array k_axolotl_unused_a_to_l = {
     "local_rank",
     "logging_steps",
     "lora_alpha",
-    "lora_dropout",
     "lora_fan_in_fan_out",
     "lora_model_dir",
     "loraplus_lr_embedding",
@@ -341,6 +340,7 @@ constexpr std::array k_adapter_rows = {
 constexpr std::array k_lora_rows = {
     Row{"adapter", set_adapter_mode, k_peft},
     Row::integer("lora_r", "--lora-rank", 1, k_max_rank, k_peft),
+    Row::probability("lora_dropout", "--lora-dropout", k_peft),
     Row{"lora_target_linear", lora_target_linear, k_peft},
     Row{"lora_target_modules", lora_target_modules, k_peft},
     Row{"lora_modules_to_save", lora_modules_to_save, k_peft},
@@ -353,6 +353,7 @@ constexpr std::array k_lora_rows = {
 // Without an adapter: the LoRA keys are unused.
 constexpr std::array k_full_rows = {
     Row::unused("lora_r", k_peft),
+    Row::unused("lora_dropout", k_peft),
     Row::unused("lora_target_linear", k_peft),
     Row::unused("lora_target_modules", k_peft),
     Row::unused("lora_modules_to_save", k_peft),

@@ -47,7 +47,6 @@ constexpr std::array k_trl_unused = {
     "ignore_bias_buffers",
     "keep_linebreaks",
     "lora_alpha",
-    "lora_dropout",
     "lora_task_type",
     "low_cpu_mem_usage",
     "max_eval_samples",
@@ -233,6 +232,7 @@ constexpr std::array k_mode_rows = {
 // With use_peft.
 constexpr std::array k_peft_rows = {
     Row::integer("lora_r", "--lora-rank", 1, k_max_rank, k_model_config),
+    Row::probability("lora_dropout", "--lora-dropout", k_model_config),
     Row{"lora_target_modules", lora_target_modules, k_model_config},
     Row::refuse_true("use_dora",
                      "DoRA's magnitude vectors and their activations "
@@ -247,6 +247,7 @@ constexpr std::array k_peft_rows = {
 // Without use_peft: the LoRA keys are unused.
 constexpr std::array k_full_rows = {
     Row::unused("lora_r", k_model_config),
+    Row::unused("lora_dropout", k_model_config),
     Row::unused("lora_target_modules", k_model_config),
     Row::unused("use_dora", k_model_config),
     Row::unused("lora_modules_to_save", k_model_config),

@@ -49,6 +49,7 @@ constexpr std::array k_hf_defaults = {
 };
 constexpr std::array k_trl_defaults = {
     Default{"--mode", "full", "SFTTrainer trains every weight unless use_peft is set (trl/trainer/model_config.py)"},
+    Default{"--lora-dropout", "0.05", "ModelConfig.lora_dropout = 0.05 for use_peft (trl/trainer/model_config.py)"},
     Default{"--precision", "mixed", "SFTTrainer loads the model in float32 unless model_init_kwargs says otherwise and trains it under bf16 autocast (trl/trainer/sft_trainer.py, model_config.py dtype = float32)"},
     Default{"--dtype", "bf16", "SFTConfig.bf16 defaults to True unless fp16 is set (trl/trainer/base_config.py, TRL >= 0.19)"},
     Default{"--batch", "8", "TrainingArguments.per_device_train_batch_size = 8"},

@@ -53,7 +53,6 @@ constexpr std::array k_llama_factory_unused = {
     "init_special_tokens",
     "interleave_probs",
     "lora_alpha",
-    "lora_dropout",
     "loraplus_lr_embedding",
     "loraplus_lr_ratio",
     "mask_history",
@@ -365,6 +364,7 @@ constexpr std::array k_lora_rows = {
     Row{"quantization_type", quantization_type, k_model},
     Row{"quantization_bit", set_quant, k_model},
     Row::integer("lora_rank", "--lora-rank", 1, k_max_rank, k_finetuning),
+    Row::probability("lora_dropout", "--lora-dropout", k_finetuning),
     Row{"lora_target", lora_target, k_finetuning},
     Row{"additional_target", additional_target, k_finetuning},
     Row::refuse_true("use_dora", "DoRA is not modelled; use LoRA",
@@ -375,6 +375,7 @@ constexpr std::array k_lora_rows = {
 constexpr std::array k_full_rows = {
     Row{"finetuning_type", set_full_mode, k_finetuning},
     Row::unused("lora_rank", k_finetuning),
+    Row::unused("lora_dropout", k_finetuning),
     Row::unused("lora_target", k_finetuning),
     Row::unused("additional_target", k_finetuning),
     Row::unused("use_dora", k_finetuning),

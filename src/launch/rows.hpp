@@ -50,6 +50,8 @@ void set_integer(State& s, const KeyRow<State>& row);
 template <class State>
 void set_integer_above_one(State& s, const KeyRow<State>& row);
 template <class State>
+void set_probability(State& s, const KeyRow<State>& row);
+template <class State>
 void set_when_true(State& s, const KeyRow<State>& row);
 template <class State>
 void refuse_when_true(State& s, const KeyRow<State>& row);
@@ -82,6 +84,12 @@ struct KeyRow {
                                   std::int64_t lo, std::int64_t hi,
                                   std::string_view source) {
     return {key, set_integer<State>, source, flag, {}, lo, hi};
+  }
+  // A probability from 0 up to, not including, 1: option `flag`.
+  static constexpr KeyRow probability(std::string_view key,
+                                      std::string_view flag,
+                                      std::string_view source) {
+    return {key, set_probability<State>, source, flag};
   }
   // A GPU count from 1 to k_max_gpus: option `flag` when above 1.
   static constexpr KeyRow parallel(std::string_view key, std::string_view flag,
@@ -155,6 +163,18 @@ void set_model(State& s, const KeyRow<State>& row) {
 template <class State>
 void set_integer(State& s, const KeyRow<State>& row) {
   if (const auto v = s.keys.integer(row.key, row.lo, row.hi)) {
+    set_option(s.plan, std::string(row.flag), fmt::format("{}", *v),
+               std::string(row.key));
+  }
+}
+
+template <class State>
+void set_probability(State& s, const KeyRow<State>& row) {
+  if (const auto v = s.keys.number(row.key, 0, 1)) {
+    if (*v >= 1) {
+      s.keys.fail(row.key, "is a probability; use a value below 1");
+      return;
+    }
     set_option(s.plan, std::string(row.flag), fmt::format("{}", *v),
                std::string(row.key));
   }

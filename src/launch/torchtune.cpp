@@ -217,6 +217,12 @@ void lora_rank(Torchtune& s, const Row& row) {
   }
 }
 
+void lora_dropout(Torchtune& s, const Row& row) {
+  if (s.lora) {
+    set_probability(s, row);
+  }
+}
+
 void store_lora_targets(Torchtune& s, const Row& row) {
   if (s.lora) {
     s.targets = peft_targets(s.keys, row.key);
@@ -255,6 +261,7 @@ constexpr std::array k_model_rows = {
     Row{"model.use_dora", refuse_dora, k_builders},
     Row{"model._component_", set_builder_mode, k_builders},
     Row{"model.lora_rank", lora_rank, k_builders},
+    Row{"model.lora_dropout", lora_dropout, k_builders, "--lora-dropout"},
     Row{"model.lora_attn_modules", store_lora_targets, k_builders},
     Row{"model.apply_lora_to_mlp", set_lora_targets, k_builders},
     Row{"model.apply_lora_to_output", lora_to_output, k_builders},

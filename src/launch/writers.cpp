@@ -317,6 +317,7 @@ void hf_model_keys(const Resolved& s, const Model& model, Json& doc, Out& out) {
   }
   doc["use_peft"] = true;
   doc["lora_r"] = s.lora_rank;
+  doc["lora_dropout"] = s.lora_dropout;
   doc["lora_target_modules"] = lora_modules(s.lora_targets, model, out);
   if (s.mode == Mode::qlora) {
     doc["load_in_4bit"] = true;
@@ -715,6 +716,7 @@ void write_torchtune(const Resolved& s, const Model& model, Out& out) {
     m["lora_attn_modules"] = attn;
     m["apply_lora_to_mlp"] = (s.lora_targets & k_lora_gate) != 0;
     m["lora_rank"] = s.lora_rank;
+    m["lora_dropout"] = s.lora_dropout;
   }
   Json doc = {{"model", m}};
   doc["checkpointer"] = {{"checkpoint_dir", "/tmp/" + model_id(model)}};
@@ -796,6 +798,7 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
       out.cannot(fmt::format("LoRA over {} weights", quant_name(s.quant)));
     }
     doc["lora_r"] = s.lora_rank;
+    doc["lora_dropout"] = s.lora_dropout;
     doc["lora_target_modules"] = lora_modules(s.lora_targets, model, out);
   } else if (!own_quant(s, model)) {
     out.cannot("quantized weights in a full fine-tune");
@@ -905,6 +908,7 @@ void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
   }
   if (s.mode != Mode::full) {
     doc["lora_rank"] = s.lora_rank;
+    doc["lora_dropout"] = s.lora_dropout;
     std::string targets;
     for (const auto& name : lora_modules(s.lora_targets, model, out)) {
       if (!targets.empty()) {

@@ -480,11 +480,17 @@ struct Needs {
   bool down_in = true;
   double down_copies = 0;  // extra 16-bit copies of down_proj's input
   double mlp_bytes = 0;    // element bytes of gate/up/act (0: the dtype)
+  // 1-byte LoRA dropout masks, one per adapted projection's input.
+  double qkv_masks = 0;
+  double o_masks = 0;
+  double up_masks = 0;
+  double down_masks = 0;
 };
 double targeted(unsigned targets, unsigned mask);
 bool amp_compute(const Resolved& setup);
 Needs qlora_mixed_needs(const Resolved& setup);
 Needs adapter_needs(const Resolved& setup);
+Needs lora_dropout_needs(Needs needs, const Resolved& setup);
 Needs needs_of(const Resolved& setup);
 bool has_dropout(const Model& model);
 double norm_saved(const Model& model, const Resolved& setup, const Needs& needs,

@@ -79,12 +79,32 @@ Needs adapter_needs(const Resolved& setup) {
             .up_in = up,
             .down_in = (t & k_lora_down) != 0};
   }
-  // torchtune (pure): adapters in the dtype read the shared input.
+  // torchtune (pure): adapters in the dtype read the shared input; with
+  // LoRA dropout each reads its own dropped copy (lora_dropout_needs).
+  const bool drop = setup.lora_dropout > 0;
   return {.norm_weight = false,
-          .qkv_in = qkv > 0 ? 1.0 : 0.0,
+          .qkv_in = drop ? qkv : (qkv > 0 ? 1.0 : 0.0),
           .o_in = (t & k_lora_o) != 0,
-          .up_in = up > 0 ? 1.0 : 0.0,
+          .up_in = drop ? up : (up > 0 ? 1.0 : 0.0),
           .down_in = (t & k_lora_down) != 0};
+}
+
+Needs lora_dropout_needs(Needs needs, const Resolved& setup) {
+  // lora_dropout > 0 gives every adapted projection its own nn.Dropout
+  // (peft/tuners/lora/layer.py update_layer: nn.Dropout(p=lora_dropout),
+  // nn.Identity at 0; Linear.forward: lora_B(lora_A(dropout(x)))). lora_A
+  // saves the dropped copy in place of the input it shares with the base
+  // (one copy per adapter, adapter_needs), and native_dropout keeps a bool
+  // mask, 1 B per element of each adapted input.
+  if (setup.lora_dropout <= 0) {
+    return needs;
+  }
+  const unsigned t = setup.lora_targets;
+  needs.qkv_masks = targeted(t, k_lora_q | k_lora_k | k_lora_v);
+  needs.o_masks = targeted(t, k_lora_o);
+  needs.up_masks = targeted(t, k_lora_gate | k_lora_up);
+  needs.down_masks = targeted(t, k_lora_down);
+  return needs;
 }
 
 Needs needs_of(const Resolved& setup) {
@@ -99,9 +119,9 @@ Needs needs_of(const Resolved& setup) {
     return {};
   }
   if (setup.mode == Mode::qlora && setup.precision == Precision::mixed) {
-    return qlora_mixed_needs(setup);
+    return lora_dropout_needs(qlora_mixed_needs(setup), setup);
   }
-  return adapter_needs(setup);
+  return lora_dropout_needs(adapter_needs(setup), setup);
 }
 
 // Dropout masks exist only where the architecture trains with dropout: GPT-2
@@ -152,7 +172,11 @@ double replicated_saved_bytes(const Model& model, const Resolved& setup,
   const double sd = amp_compute(setup) ? 4.0 : d;
   double rep = norms * norm_saved(model, setup, needs, sd) * h;
   rep += needs.qkv_in * d * h;
-  rep += model.parallel_block ? 0.0 : needs.up_in * d * h;
+  // A parallel block's MLP reads the attention's input, saved once, unless
+  // its adapters drop their own copies.
+  rep +=
+      model.parallel_block && needs.up_masks == 0 ? 0.0 : needs.up_in * d * h;
+  rep += (needs.qkv_masks + needs.up_masks) * h;
   rep += has_dropout(model) ? 2.0 * h : 0.0;  // residual dropout masks, 1 B
   return rep;
 }
@@ -192,6 +216,7 @@ double attention_saved_bytes(const Model& model, const Resolved& setup,
     shard += d * o_dim;
   }
   shard += needs.o_in ? d * o_dim : 0.0;
+  shard += needs.o_masks * o_dim;
   return shard;
 }
 
@@ -210,7 +235,7 @@ double mlp_saved_bytes(const Model& model, const Resolved& setup,
   const Needs needs = needs_of(setup);
   const double d = dm.d;
   const double md = needs.mlp_bytes > 0 ? needs.mlp_bytes : d;
-  const double down_extra = needs.down_copies * d;
+  const double down_extra = needs.down_copies * d + needs.down_masks;
   const bool down_weight_trains = needs.down_in;
   if (model.mlp == MlpKind::gated) {
     const double act = setup.compile ? 0.0 : md * inter;

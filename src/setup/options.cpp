@@ -406,6 +406,29 @@ const std::array k_rows = {
     [](const OptionContext&) { return std::string(); },  // in lora-rank's fragment
     [](const OptionContext& c) { return SetupValue{lora_targets_text(c.resolved.lora_targets)}; }},
   OptionRow{
+    "--lora-dropout", "lora_dropout", OptionGroup::training, "FLOAT",
+    "LoRA dropout probability: above 0 each adapted projection keeps a dropped copy of its input and a 1-byte mask", "0", nullptr,
+    [](Setup& s, std::string_view t) {
+      const double value = parse_real("--lora-dropout", t);
+      if (!(value >= 0 && value < 1)) {
+        throw Error(fmt::format(
+            "--lora-dropout {} is out of range; use a probability from 0 up to (not including) 1, e.g. 0.05", t));
+      }
+      s.lora_dropout = value;
+    },
+    [](const OptionContext& c) {
+      const bool lora = c.setup.mode == Mode::lora || c.setup.mode == Mode::qlora;
+      return lora && c.setup.lora_dropout != k_default.lora_dropout
+                 ? words_of("--lora-dropout", c.setup.lora_dropout) : Words{};
+    },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return (s.mode == Mode::lora || s.mode == Mode::qlora) && s.lora_dropout > 0
+                 ? fmt::format("lora dropout {}", s.lora_dropout)
+                 : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.lora_dropout}; }},
+  OptionRow{
     "--checkpointing", "checkpointing", OptionGroup::training, "NAME",
     "activation checkpointing: none, selective (Megatron), every-N (every Nth layer), op (torchtitan per-op), full, ds-partition or ds-cpu (DeepSpeed)", "none", checkpointing_names,
     [](Setup& s, std::string_view t) {

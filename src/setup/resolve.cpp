@@ -82,6 +82,10 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.prepare_kbit = s.prepare_kbit;
   r.lora_rank = s.lora_rank;
   r.lora_targets = s.lora_targets;
+  // A full fine-tune has no adapters to drop out (a framework's LoRA
+  // default stays out of its plan).
+  r.lora_dropout =
+      s.mode == Mode::lora || s.mode == Mode::qlora ? s.lora_dropout : 0.0;
   r.optimizer_in_bwd = s.optimizer_in_bwd;
   r.loss = s.loss;
   r.activation_offload = s.activation_offload;

@@ -184,6 +184,7 @@ struct Setup {
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
+  double lora_dropout = 0;  // PEFT LoraConfig.lora_dropout (default 0.0)
   bool optimizer_in_bwd = false;
   Loss loss = Loss::full;
   bool activation_offload = false;
@@ -263,6 +264,7 @@ struct Resolved {
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
+  double lora_dropout = 0;  // PEFT LoraConfig.lora_dropout (default 0.0)
   bool optimizer_in_bwd = false;
   Loss loss = Loss::full;
   bool activation_offload = false;
