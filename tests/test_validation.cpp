@@ -235,7 +235,8 @@ TEST_CASE(
   for (const auto& check : set.at("checks")) {
     const Outcome o = evaluate(check, cache);
     INFO(o.id << ": " << o.detail);
-    CHECK(o.numeric);
+    // A figure, or a run that went out of memory (a verdict).
+    CHECK((o.numeric || check.at("metric") == "fits"));
     if (known.count(o.id) != 0) {
       if (o.passed) {
         WARN(o.id << " is listed in known_gaps.json but now passes");
