@@ -780,6 +780,17 @@ TEST_CASE("plan: --framework axolotl --mode lora plans what its file reads",
   CHECK(plan["setup"]["precision"] == "mixed");
   CHECK(plan_json({"llama3.1-8b", "--gpus", "1xRTX4090", "--framework",
                    "axolotl"})["setup"]["precision"] == "pure");
+  // ... and its fixes come with axolotl files: the writer takes PEFT's fp32
+  // adapters for what axolotl does (a 16-bit LoRA it cannot express).
+  const json tight =
+      plan_json({"gemma-7b", "--gpus", "1xA10G", "--framework", "axolotl",
+                 "--mode", "lora", "--seq", "2048", "--batch", "2"});
+  REQUIRE(!tight["fixes"].empty());
+  bool axolotl_block = false;
+  for (const auto& block : tight["fixes"][0]["launch"]) {
+    axolotl_block = axolotl_block || block["framework"] == "axolotl";
+  }
+  CHECK(axolotl_block);
   // An explicit --precision still wins.
   CHECK(plan_json({"llama3.1-8b", "--gpus", "1xRTX4090", "--framework",
                    "axolotl", "--mode", "lora", "--precision",

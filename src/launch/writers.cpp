@@ -763,13 +763,20 @@ void axolotl_limits(const Resolved& s, bool ds, Out& out) {
     out.cannot(fmt::format("the {} loss", loss_name(s.loss)));
   }
   // resolve_dtype loads the model in bf16/fp16 and the HF Trainer trains it
-  // as loaded; DeepSpeed adds fp32 master weights.
-  if (ds ? s.precision == Precision::pure
-         : s.precision != Precision::pure && s.dtype != Dtype::fp32) {
-    out.cannot(ds ? "pure 16-bit training under DeepSpeed (fp32 master "
-                    "weights)"
-                  : "fp32 master weights: axolotl trains the weights as "
-                    "loaded in 16 bits");
+  // as loaded, with PEFT's LoRA adapters in fp32 over it (mixed:
+  // autocast_adapter_dtype=True); DeepSpeed adds fp32 master weights.
+  const bool adapters = s.mode != Mode::full;
+  if (ds && s.precision == Precision::pure) {
+    out.cannot("pure 16-bit training under DeepSpeed (fp32 master weights)");
+  } else if (!ds && s.dtype != Dtype::fp32 && adapters &&
+             s.precision != Precision::mixed) {
+    out.cannot(
+        "16-bit LoRA adapters: PEFT keeps them in fp32 over the 16-bit base");
+  } else if (!ds && s.dtype != Dtype::fp32 && !adapters &&
+             s.precision != Precision::pure) {
+    out.cannot(
+        "fp32 master weights: axolotl trains the weights as loaded in 16 "
+        "bits");
   }
   if (s.fsdp &&
       (s.offload == Offload::optimizer || s.offload == Offload::params)) {
