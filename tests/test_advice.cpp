@@ -841,3 +841,32 @@ TEST_CASE(
            f.request.mode == Mode::qlora;
   }));
 }
+
+TEST_CASE(
+    "advice: LLaMA-Factory's first fix offloads the layer inputs "
+    "(use_unsloth_gc), not the weights",
+    "[advice]") {
+  // LLaMA-Factory's LoRA defaults (rank 8, batch 8, checkpointing, the full
+  // loss) at 8,192 tokens on a 24 GiB RTX 4090: the fp32 logits of 8 x 8,192
+  // x 128,256 tokens alone are far over. LLaMA-Factory expresses the chunked
+  // loss (enable_liger_kernel), micro-batch 1 and offloaded layer inputs
+  // (use_unsloth_gc) at the same speed; without use_unsloth_gc in its
+  // capability row the first fix was ZeRO-3 with the weights in CPU RAM.
+  Setup s{.mode = Mode::lora,
+          .seq = 8192,
+          .batch = 8,
+          .dtype = Dtype::bf16,
+          .checkpointing = Checkpointing::full,
+          .attn = Attn::sdpa,
+          .lora_rank = 8};
+  s.framework = Framework::llama_factory;
+  const Planned p = plan_case({"llama3.1-8b", "1xRTX4090", s});
+  REQUIRE_FALSE(p.budget.fits());
+  REQUIRE_FALSE(p.fixes.empty());
+  const Fix& first = p.fixes.front();
+  CHECK(first.group == FixGroup::same_hardware);
+  const Resolved r = resolve(*p.model, *first.gpu, first.request);
+  CHECK(r.activation_offload);
+  CHECK(r.zero == 0);
+  CHECK(r.offload == Offload::none);
+}

@@ -71,12 +71,15 @@ TEST_CASE("capability: FSDP has no optimizer-only offload", "[capability]") {
 }
 
 TEST_CASE(
-    "capability: activation offload is TRL's, axolotl's and torchtune's,"
-    " not HF Trainer's",
+    "capability: activation offload is TRL's, axolotl's, LLaMA-Factory's and"
+    " torchtune's, not HF Trainer's",
     "[capability]") {
   // transformers' TrainingArguments has no activation offload; TRL's
   // SFTConfig has activation_offloading (trl/trainer/sft_config.py);
+  // LLaMA-Factory use_unsloth_gc (hparams/model_args.py: unsloth's
+  // checkpointing, which keeps the saved layer inputs in CPU RAM);
   // torchtune enable_activation_offloading (memory_optimizations.rst).
+  CHECK(capability(Framework::llama_factory).activation_offload);
   CHECK_FALSE(capability(Framework::hf_trainer).activation_offload);
   CHECK_FALSE(capability(Framework::deepspeed).activation_offload);
   CHECK(capability(Framework::trl).activation_offload);

@@ -73,6 +73,9 @@ constexpr Capability axolotl_row() {
 constexpr Capability llama_factory_row() {
   Capability c = k_hf_trainer;
   c.framework = Framework::llama_factory;
+  // hparams/model_args.py use_unsloth_gc: model_utils/checkpointing.py keeps
+  // each checkpointed layer input in CPU RAM.
+  c.activation_offload = true;
   return c;
 }
 
