@@ -50,7 +50,7 @@ bool mixed16(const Resolved& setup) {
 
 // LoRA's own saved tensors are the rank-r intermediates (negligible); its
 // dropout copies (lora_dropout > 0: a copy and a 1-byte mask of each adapted
-// input) are not modelled, as torchtune's default is 0.
+// input) are activations (train_activations.cpp lora_dropout_needs).
 //
 // LoRA adapter parameters of one layer: rank x (in + out) per targeted
 // projection (peft LoraLayer: lora_A in x r, lora_B r x out). On MoE layers
