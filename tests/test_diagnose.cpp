@@ -728,6 +728,17 @@ TEST_CASE("diagnose: prefixes, colours and escapes do not change the facts",
                        "maximum number of tokens that can be stored in KV "
                        "cache (3664).\n"))
             .kv_tokens == 3664);
+  // An escaped control character (&#10;, &#13;) is no line break: the
+  // message stays on the line the log has (fuzz_diagnose found a message
+  // numbered line 2 of a one-line log).
+  for (const char* control : {"&#10;", "&#13;", "&#x0A;", "&#9;"}) {
+    INFO(control);
+    const Diagnosis d =
+        diagnose(std::string("ggm") + control + "{ ErrorOutOfDeviceMemory fe");
+    CHECK(d.lines == 1);
+    REQUIRE(d.count == 1);
+    CHECK(first(d).line == 1);
+  }
 }
 
 TEST_CASE("diagnose: a message wrapped at any point reads the same",

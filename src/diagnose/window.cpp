@@ -40,6 +40,12 @@ std::size_t ansi_length(std::string_view raw, std::size_t i) {
   return 0;
 }
 
+// A control character read as a space.
+char printable(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f ? ' ' : c;
+}
+
 // Decodes an HTML character reference at `i` ("&lt;", "&#39;", "&#x27;");
 // returns its length and the character, or 0.
 std::size_t entity_length(std::string_view raw, std::size_t i, char& out) {
@@ -496,7 +502,6 @@ void normalize(std::string_view raw, bool at_line_start, Window& w) {
       continue;
     }
     const char c = raw[i];
-    const auto u = static_cast<unsigned char>(c);
     if (is_ordinary(c)) {
       // The common case: a run of ordinary characters, copied as is.
       const std::size_t j = ordinary_run_end(raw, i + 1);
@@ -527,12 +532,14 @@ void normalize(std::string_view raw, bool at_line_start, Window& w) {
     if (c == '&') {
       char decoded = 0;
       if (const std::size_t e = entity_length(raw, i, decoded); e > 0) {
-        w.push(decoded, i);
+        // An escaped control (&#10;) is text, never a line break: line
+        // numbers count the log's own lines.
+        w.push(printable(decoded), i);
         i += e;
         continue;
       }
     }
-    w.push(u < 0x20 || u == 0x7f ? ' ' : c, i);
+    w.push(printable(c), i);
     ++i;
   }
 }
