@@ -77,12 +77,13 @@ src/setup/resolve.cpp|      s.compile && !(s.framework == Framework::torchtitan 
 src/launch/writers.cpp|    if (remote_code(model)) {|    if (false) {|no transformers TP line for remote modeling code
 src/advice/search.cpp|    if (expresses(start)) {|    if (false) {|a pure-bf16 framework's search is bounded by what it can express
 src/advice/advice.cpp|                       (r.mode == Mode::lora && r.quant == Quant::none))) {|                       (false))) {|LoRA over a 16-bit base is offered QLoRA
-src/launch/launch.cpp|    if ((mode == "lora" || mode == "qlora") && framework == "axolotl") {|    if ((mode == "qlora") && framework == "axolotl") {|axolotl LoRA is mixed precision on the CLI too
+src/launch/launch.cpp|    if ((mode == "lora"|    if ((mode == "lora-x"|axolotl LoRA is mixed precision on the CLI too
 src/memory/train_activations.cpp|          .qkv_in = drop ? qkv : (qkv > 0 ? 1.0 : 0.0),|          .qkv_in = (qkv > 0 ? 1.0 : 0.0),|LoRA dropout: each adapter its own input copy
 src/memory/train_activations.cpp|  rep += (needs.qkv_masks + needs.up_masks) * h;|  rep += (needs.qkv_masks) * h;|LoRA dropout masks on gate/up inputs
 src/memory/train_activations.cpp|  const double down_extra = needs.down_copies * d + needs.down_masks;|  const double down_extra = needs.down_copies * d;|LoRA dropout mask on down_proj's input
-src/launch/rows.hpp|    if (*v >= 1) {|    if (*v > 1) {|a dropout of 1 in a file is refused
-src/setup/resolve.cpp|      s.mode == Mode::lora || s.mode == Mode::qlora ? s.lora_dropout : 0.0;|      s.lora_dropout;|a full fine-tune has no LoRA dropout
+src/launch/writers.cpp|  } else if (!ds && s.dtype != Dtype::fp32 && adapters &&|  } else if (!ds && s.dtype != Dtype::fp32 && !adapters &&|axolotl writes PEFT's fp32 adapters (mixed)
+src/setup/resolve.cpp|? s.lora_dropout : 0.0;|? s.lora_dropout : s.lora_dropout;|a full fine-tune has no LoRA dropout
+src/advice/capability.cpp|  c.activation_offload = true;  // use_unsloth_gc|  c.activation_offload = false;  // use_unsloth_gc|LLaMA-Factory offloads layer inputs (use_unsloth_gc)
 EOF
 )
 

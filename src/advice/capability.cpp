@@ -75,7 +75,7 @@ constexpr Capability llama_factory_row() {
   c.framework = Framework::llama_factory;
   // hparams/model_args.py use_unsloth_gc: model_utils/checkpointing.py keeps
   // each checkpointed layer input in CPU RAM.
-  c.activation_offload = true;
+  c.activation_offload = true;  // use_unsloth_gc
   return c;
 }
 

@@ -85,7 +85,7 @@ struct KeyRow {
                                   std::string_view source) {
     return {key, set_integer<State>, source, flag, {}, lo, hi};
   }
-  // A probability from 0 up to, not including, 1: option `flag`.
+  // A probability from 0 to 1: option `flag` (which bounds it further).
   static constexpr KeyRow probability(std::string_view key,
                                       std::string_view flag,
                                       std::string_view source) {
@@ -170,11 +170,8 @@ void set_integer(State& s, const KeyRow<State>& row) {
 
 template <class State>
 void set_probability(State& s, const KeyRow<State>& row) {
+  // The option's own check refuses 1.
   if (const auto v = s.keys.number(row.key, 0, 1)) {
-    if (*v >= 1) {
-      s.keys.fail(row.key, "is a probability; use a value below 1");
-      return;
-    }
     set_option(s.plan, std::string(row.flag), fmt::format("{}", *v),
                std::string(row.key));
   }
