@@ -823,6 +823,38 @@ TEST_CASE("plan: --lora-dropout from the command line and the files",
   CHECK(lines(refused.err) == 1);
 }
 
+TEST_CASE("plan: --untied-head plans LitGPT's copy of a tied embedding",
+          "[check]") {
+  // Llama 3.2 1B ties lm_head to its 128,256 x 2,048 embedding; LitGPT loads
+  // the copy convert_hf_checkpoint writes: 128,256 x 2,048 x 2 B =
+  // 525,336,576 B more weights in bf16.
+  const std::vector<std::string> args = {"llama3.2-1b", "--gpus", "1xA10G",
+                                         "--mode",      "lora",   "--precision",
+                                         "pure"};
+  std::vector<std::string> untied = args;
+  untied.emplace_back("--untied-head");
+  const json tied = plan_json(args);
+  const json copy = plan_json(untied);
+  CHECK(copy["setup"]["untied_head"] == true);
+  CHECK(copy["components"][0]["bytes"].get<std::int64_t>() -
+            tied["components"][0]["bytes"].get<std::int64_t>() ==
+        525336576);
+  // No framework oomplan writes loads that copy: a fix prints no block.
+  std::vector<std::string> trl = untied;
+  for (const char* a : {"--framework", "trl", "--seq", "65536"}) {
+    trl.emplace_back(a);
+  }
+  const json fixes = plan_json(trl)["fixes"];
+  REQUIRE(!fixes.empty());
+  CHECK(fixes[0]["launch"].empty());
+  CHECK_THAT(fixes[0]["cost"].get<std::string>(),
+             Catch::Contains("a second copy of the tied output head"));
+  // Llama 3.1 8B has its own head already: nothing changes.
+  CHECK(plan_json({"llama3.1-8b", "--gpus", "1xH100",
+                   "--untied-head"})["total_bytes"] ==
+        plan_json({"llama3.1-8b", "--gpus", "1xH100"})["total_bytes"]);
+}
+
 // --- vLLM's own spellings on plan and fit.
 
 TEST_CASE("plan: --engine vllm takes vLLM's flag spellings", "[check]") {

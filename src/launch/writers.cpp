@@ -1006,6 +1006,10 @@ void write_megatron(const Resolved& s, Out& out) {
 LaunchWriting write_launch(Framework framework, const Resolved& setup,
                            const Model& model) {
   Out out;
+  if (setup.untied_head && model.tie_word_embeddings) {
+    // Every framework written here loads transformers' tied head.
+    out.cannot("a second copy of the tied output head (LitGPT's GPT)");
+  }
   switch (framework) {
     case Framework::vllm:
       write_vllm(setup, model, out);

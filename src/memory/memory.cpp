@@ -56,10 +56,20 @@ Budget memory(const Model& model, const Gpu& gpu, const Resolved& setup) {
   budget.usable_bytes = gpu.capacity_bytes;
   budget.margin_bytes = setup.min_headroom_bytes;
   budget.host_capacity_bytes = setup.host_ram_bytes;
+  // LitGPT's GPT has no weight tying: convert_hf_checkpoint copies a tied
+  // embedding into lm_head.weight (litgpt/scripts/convert_hf_checkpoint.py),
+  // and the model loads it as a parameter of its own.
+  Model untied;
+  const Model* m = &model;
+  if (setup.untied_head && model.tie_word_embeddings) {
+    untied = model;
+    untied.tie_word_embeddings = false;
+    m = &untied;
+  }
   if (setup.training()) {
-    memory_terms::add_training(model, gpu, setup, budget);
+    memory_terms::add_training(*m, gpu, setup, budget);
   } else {
-    memory_terms::add_inference(model, gpu, setup, budget);
+    memory_terms::add_inference(*m, gpu, setup, budget);
   }
   if (budget.fits() && !budget.fits_with_margin()) {
     budget.warnings |= static_cast<unsigned>(Warning::low_headroom);

@@ -429,6 +429,17 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{c.resolved.lora_dropout}; }},
   OptionRow{
+    "--untied-head", "untied_head", OptionGroup::training, "",
+    "the output head is its own copy of a tied embedding (LitGPT: no weight tying)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.untied_head = parse_flag("--untied-head", t); },
+    [](const OptionContext& c) {
+      return c.setup.untied_head ? Words{"--untied-head"} : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.untied_head ? std::string("untied head") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.untied_head}; }},
+  OptionRow{
     "--checkpointing", "checkpointing", OptionGroup::training, "NAME",
     "activation checkpointing: none, selective (Megatron), every-N (every Nth layer), op (torchtitan per-op), full, ds-partition or ds-cpu (DeepSpeed)", "none", checkpointing_names,
     [](Setup& s, std::string_view t) {

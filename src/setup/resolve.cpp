@@ -86,6 +86,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   // default stays out of its plan).
   r.lora_dropout =
       s.mode == Mode::lora || s.mode == Mode::qlora ? s.lora_dropout : 0.0;
+  r.untied_head = s.untied_head;
   r.optimizer_in_bwd = s.optimizer_in_bwd;
   r.loss = s.loss;
   r.activation_offload = s.activation_offload;

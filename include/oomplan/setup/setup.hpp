@@ -184,7 +184,8 @@ struct Setup {
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
-  double lora_dropout = 0;  // PEFT LoraConfig.lora_dropout (default 0.0)
+  double lora_dropout = 0;   // PEFT LoraConfig.lora_dropout (default 0.0)
+  bool untied_head = false;  // lm_head a copy of a tied embedding (LitGPT)
   bool optimizer_in_bwd = false;
   Loss loss = Loss::full;
   bool activation_offload = false;
@@ -264,7 +265,8 @@ struct Resolved {
   bool prepare_kbit = false;  // PEFT prepare_model_for_kbit_training
   int lora_rank = 16;
   unsigned lora_targets = k_lora_all;
-  double lora_dropout = 0;  // PEFT LoraConfig.lora_dropout (default 0.0)
+  double lora_dropout = 0;   // PEFT LoraConfig.lora_dropout (default 0.0)
+  bool untied_head = false;  // lm_head a copy of a tied embedding (LitGPT)
   bool optimizer_in_bwd = false;
   Loss loss = Loss::full;
   bool activation_offload = false;
