@@ -870,3 +870,38 @@ TEST_CASE(
   CHECK(r.zero == 0);
   CHECK(r.offload == Offload::none);
 }
+
+TEST_CASE(
+    "advice: FSDP with gradient accumulation under the HF Trainer first "
+    "reduce-scatters every micro-batch",
+    "[advice]") {
+  // Llama-3.1-8B full fine-tuning over 8 x A100-40 with FSDP, 8 micro-batches
+  // of 4,096 tokens. The Trainer runs the first 7 under no_sync, so every GPU
+  // holds the unsharded bf16 gradients: 8,030,261,248 x 2 B = 16.06 GB, not
+  // a 2.01 GB shard. sync_each_batch drops the other 7/8 (14.05 GB), which
+  // an engineer sets before buying GPUs; its block must carry it.
+  Setup s{.gpus = 8,
+          .mode = Mode::full,
+          .seq = 4096,
+          .dtype = Dtype::bf16,
+          .fsdp = true,
+          .checkpointing = Checkpointing::full,
+          .attn = Attn::sdpa,
+          .grad_accum = 8};
+  s.framework = Framework::hf_trainer;
+  s.fsdp_no_sync = true;
+  const Planned p = plan_case({"llama3.1-8b", "8xA100-40", s});
+  REQUIRE_FALSE(p.budget.fits());
+  REQUIRE_FALSE(p.fixes.empty());
+  const Fix& first = p.fixes.front();
+  CHECK(first.group == FixGroup::same_hardware);
+  CHECK_FALSE(first.setup.fsdp_no_sync);
+  CHECK(first.setup.grad_accum == 8);
+  CHECK(p.budget.total_bytes() - first.total_bytes >= 14052957184);
+  bool sync_key = false;
+  for (const auto& block : first.launch) {
+    sync_key = sync_key ||
+               block.text.find("\"sync_each_batch\":true") != std::string::npos;
+  }
+  CHECK(sync_key);
+}

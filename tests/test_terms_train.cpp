@@ -158,6 +158,37 @@ TEST_CASE("terms: gradient_element_bytes and stage_gradients", "[terms]") {
   CHECK(off.host == 1684603904.0);
 }
 
+TEST_CASE("terms: FSDP1 frozen grads and no_sync accumulation", "[terms]") {
+  // LitGPT <= 0.5.7 LoRA: FSDP1 wraps each Block with its adapters
+  // (use_orig_params=True), and fabric.no_backward_sync keeps unsharded
+  // gradients. Llama-2-7B, rank 8 on q and v, pure bf16, 2 GPUs.
+  Resolved s = lora();
+  s.gpus = 2;
+  s.fsdp = true;
+  s.fsdp_version = 1;
+  s.zero = 3;
+  s.precision = Precision::pure;
+  s.lora_rank = 8;
+  s.lora_targets = k_lora_q | k_lora_v;
+  const TrainLayout at = layout(s);
+  const TrainWeights tw = trained_weights(llama2_7b(), s, at);
+  // Adapters: 32 x 2 x 8 x (4,096 + 4,096) = 4,194,304 (LitGPT's table
+  // prints "Trainable parameters 4,194,304").
+  CHECK(gradient_params(s, at, tw) == 4194304.0);
+  s.fsdp_frozen_grads = true;
+  // Every layer: 32 x 202,383,360 = 6,476,267,520, + the final norm 4,096
+  // (the stage's layer term), + the adapters = 6,480,465,920.
+  const double params = gradient_params(s, at, tw);
+  CHECK(params == 6480465920.0);
+  // Sharded over 2 in bf16: 6,480,465,920 B; no_sync keeps them unsharded:
+  // 12,960,931,840 B on each GPU.
+  const double sharded = stage_gradients(s, params, 2, 2).gpu;
+  CHECK(sharded == 6480465920.0);
+  CHECK(accumulated_gradient_bytes(s, params, 2, sharded) == sharded);
+  s.fsdp_no_sync = true;
+  CHECK(accumulated_gradient_bytes(s, params, 2, sharded) == 12960931840.0);
+}
+
 TEST_CASE("terms: optimizer state bytes per parameter", "[terms]") {
   Resolved s = full();
   CHECK(master_bytes_per_param(s) == 4.0);  // fp32 master, mixed bf16
@@ -337,6 +368,32 @@ TEST_CASE("terms: LoRA dropout keeps a copy and a mask per adapter",
   Resolved f = full();
   f.lora_dropout = 0.05;
   CHECK(needs_of(f).qkv_masks == 0.0);
+}
+
+TEST_CASE("terms: bitsandbytes NF4 saves every frozen projection's input",
+          "[terms]") {
+  // QLoRA on q and v in pure bf16 (LitGPT bf16-true + bnb.nf4). torchao's
+  // linear_nf4 saves only the weight, so the base keeps no input; bnb's
+  // MatMul4Bit keeps o_proj's, the MLP's and down_proj's inputs too:
+  // (4,096 + 4,096 + 11,008) x 2 B = 38,400 B per token; x 4,096 tokens =
+  // 157,286,400 B per layer.
+  Resolved q = lora();
+  q.mode = Mode::qlora;
+  q.precision = Precision::pure;
+  q.lora_targets = k_lora_q | k_lora_v;
+  q.nf4_backend = Nf4Backend::torchao;
+  const Dims dm = dims(q);
+  const double torchao = layer_activation_bytes(llama2_7b(), q, dm, false);
+  q.nf4_backend = Nf4Backend::bnb;
+  CHECK(layer_activation_bytes(llama2_7b(), q, dm, false) - torchao ==
+        157286400.0);
+  // With dropout 0.05 each of q and v adds its dropped copy (2 x 8,192 B)
+  // and a mask (2 x 4,096 B) on top of the shared input: 24,576 B per token
+  // = 100,663,296 B per layer.
+  const double bnb = layer_activation_bytes(llama2_7b(), q, dm, false);
+  q.lora_dropout = 0.05;
+  CHECK(needs_of(q).qkv_in == 3.0);
+  CHECK(layer_activation_bytes(llama2_7b(), q, dm, false) - bnb == 100663296.0);
 }
 
 TEST_CASE("terms: norm_saved, dropout and eager scores", "[terms]") {

@@ -1501,3 +1501,32 @@ TEST_CASE("training: torchtitan before 0.1 compiles the blocks, not the loss",
   s.framework = Framework::hf_trainer;
   CHECK(resolve(llama2_7b(), h100, s).compiled_loss);
 }
+
+TEST_CASE("training: --nf4-backend follows the precision unless stated",
+          "[training]") {
+  // Without --nf4-backend: pure precision is torchtune's torchao path, the
+  // rest PEFT's bitsandbytes; --framework torchtune says torchao, the HF
+  // frameworks bnb; a bad name is one line naming the choices.
+  auto backend = [](std::vector<std::string> args) {
+    std::vector<std::string> all{"llama-2-7b", "--gpus", "1xA100-80",
+                                 "--mode",     "qlora",  "--json"};
+    all.insert(all.end(), args.begin(), args.end());
+    const test::CliResult r = test::run_cli(all);
+    REQUIRE(r.code <= 1);
+    return nlohmann::json::parse(r.out)
+        .at("setup")
+        .at("nf4_backend")
+        .get<std::string>();
+  };
+  CHECK(backend({}) == "bnb");
+  CHECK(backend({"--precision", "pure"}) == "torchao");
+  CHECK(backend({"--precision", "pure", "--nf4-backend", "bnb"}) == "bnb");
+  CHECK(backend({"--framework", "torchtune"}) == "torchao");
+  CHECK(backend({"--framework", "llama-factory", "--precision", "pure"}) ==
+        "bnb");
+  const test::CliResult bad =
+      test::run_cli({"llama-2-7b", "--mode", "qlora", "--nf4-backend", "gptq"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err ==
+        "oomplan: error: --nf4-backend: gptq not in {bnb,torchao}\n");
+}

@@ -26,6 +26,10 @@ constexpr Capability k_hf_trainer{
     .pure_bf16 = true,          // the model's own dtype without --bf16
     .fp16 = true,               // training_args.py fp16
     .qlora = true,              // peft + BitsAndBytesConfig(load_in_4bit)
+    // accelerator_config gradient_accumulation_kwargs.sync_each_batch
+    // (accelerate GradientAccumulationPlugin; trainer.py honours it again
+    // since transformers #43919)
+    .sync_each_batch = true,
     .expandable_segments = true,  // torch/cuda/memory PYTORCH_CUDA_ALLOC_CONF
 };
 
@@ -44,8 +48,9 @@ constexpr Capability trl_row() {
 constexpr Capability deepspeed_row() {
   Capability c = k_hf_trainer;
   c.framework = Framework::deepspeed;
-  c.fsdp = false;       // DeepSpeed shards with ZeRO, not FSDP
-  c.pure_bf16 = false;  // runtime/bf16_optimizer.py fp32 groups
+  c.fsdp = false;             // DeepSpeed shards with ZeRO, not FSDP
+  c.sync_each_batch = false;  // ZeRO reduces every micro-batch already
+  c.pure_bf16 = false;        // runtime/bf16_optimizer.py fp32 groups
   return c;
 }
 
@@ -65,6 +70,7 @@ constexpr Capability axolotl_row() {
   Capability c = k_hf_trainer;
   c.framework = Framework::axolotl;
   c.activation_offload = true;  // config-reference activation_offloading
+  c.sync_each_batch = false;    // no accelerator_config key in its schema
   return c;
 }
 

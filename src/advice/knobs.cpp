@@ -300,6 +300,20 @@ Steps activation_offload(const Start& k) {
            [](Setup& s) { s.activation_offload = true; }}};
 }
 
+// accelerate's GradientAccumulationPlugin(sync_each_batch=True): FSDP
+// reduce-scatters after every micro-batch, so each GPU keeps its gradient
+// shard instead of the unsharded no_sync accumulation, at one
+// reduce-scatter per micro-batch.
+Steps sync_each_batch(const Start& k) {
+  if (!k.r.fsdp_no_sync) {
+    return {};
+  }
+  return {{"sync-each-batch",
+           "reduce-scatter after every micro-batch (sync_each_batch): only "
+           "the gradient shard is kept",
+           [](Setup& s) { s.fsdp_no_sync = false; }}};
+}
+
 Steps sequence_parallel(const Start& k) {
   if (k.r.sequence_parallel || k.r.gpus <= 1) {
     return {};
@@ -521,6 +535,7 @@ constexpr std::array k_knobs = {
   KnobRow{"optimizer step",             Jobs::training,     KnobScope::plain,    KnobRole::exclusive, Frugal::first, Risk::none,   &C::optimizer_in_bwd,      optimizer_in_backward},
   KnobRow{"master weights",             Jobs::training,     KnobScope::quantize, KnobRole::exclusive, Frugal::first, Risk::low,    &C::pure_bf16,             pure_16bit},
   KnobRow{"state offload",              Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   state_offload},
+  KnobRow{"gradient sync",              Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::sync_each_batch,       sync_each_batch},
   KnobRow{"activation offload",         Jobs::training,     KnobScope::offload,  KnobRole::other,  Frugal::first,   Risk::none,     &C::activation_offload,    activation_offload},
   KnobRow{"sequence parallelism",       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::sequence_parallel,     sequence_parallel},
   KnobRow{"attention",                  Jobs::hf,           KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   attention},

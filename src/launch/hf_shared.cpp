@@ -25,7 +25,6 @@ namespace {
 // configs) that do not change GPU memory. Memory-relevant fields are read by
 // name in read_hf_trainer.
 constexpr std::array k_hf_unused = {
-    "accelerator_config",
     "adam_beta1",
     "adam_beta2",
     "adam_epsilon",
@@ -270,6 +269,21 @@ std::string hf_attention(KeyReader& keys, std::string_view key,
 std::string peft_targets(KeyReader& keys, std::string_view key) {
   const auto names = keys.strings(key);
   return names ? lora_targets(keys, key, *names) : std::string();
+}
+
+void read_accelerator_config(KeyReader& keys, LaunchPlan& plan) {
+  // accelerator_config (a mapping; its JSON-text form is not read):
+  // gradient_accumulation_kwargs.sync_each_batch reduce-scatters after every
+  // micro-batch instead of the Trainer's no_sync (accelerate
+  // GradientAccumulationPlugin; transformers honours it in its own loop
+  // again since #43919); the other keys do not change memory.
+  constexpr std::string_view sync =
+      "accelerator_config.gradient_accumulation_kwargs.sync_each_batch";
+  if (const auto each = keys.boolean(sync)) {
+    set_option(plan, "--fsdp-no-sync", *each ? "false" : "true",
+               std::string(sync));
+  }
+  keys.unused_children("accelerator_config");
 }
 
 void mark_hf_unused(KeyReader& keys) {

@@ -634,6 +634,7 @@ void read_hf_trainer(KeyReader& keys, LaunchPlan& plan, const FileLoader& load,
   if (s.objective != "sft") {
     plan.framework = "trl";
   }
+  read_accelerator_config(keys, plan);
   mark_hf_unused(keys);
   mark_unused_keys(keys, k_trl_unused);
   walk_rows(s, k_mode_rows);

@@ -206,6 +206,8 @@ void fold_deepspeed_facts(const DeepSpeedFacts& ds,
                           const TrainerValues& trainer);
 // Marks every TrainingArguments field that does not change memory.
 void mark_hf_unused(KeyReader& keys);
+// accelerator_config's sync_each_batch -> --fsdp-no-sync false.
+void read_accelerator_config(KeyReader& keys, LaunchPlan& plan);
 // PEFT target module names at `key` -> "q,v" / "all"; "" when absent.
 std::string peft_targets(KeyReader& keys, std::string_view key);
 // HF `optim` / axolotl `optimizer` names -> oomplan --optimizer; Error else.

@@ -46,6 +46,8 @@ constexpr std::array k_hf_defaults = {
     Default{"--loss", "full", "transformers loss/loss_utils.py ForCausalLMLoss upcasts the whole sequence's logits to fp32"},
     Default{"--attn", "sdpa", "transformers picks sdpa when attn_implementation is not set (modeling_utils.py)"},
     Default{"--optimizer", "adamw", "TrainingArguments.optim = adamw_torch (adamw_torch_fused with torch >= 2.8)"},
+    Default{"--fsdp-no-sync", "", "under FSDP the Trainer runs every micro-batch but the last in accelerator.no_sync (transformers trainer.py _inner_training_loop, >= 4.46; accelerate accumulate() before), so each GPU accumulates unsharded gradients; it only matters with --fsdp and gradient accumulation"},
+    Default{"--nf4-backend", "bnb", "QLoRA loads the base through bitsandbytes Linear4bit (BitsAndBytesConfig load_in_4bit), whose MatMul4Bit saves each frozen projection's input"},
 };
 constexpr std::array k_trl_defaults = {
     Default{"--mode", "full", "SFTTrainer trains every weight unless use_peft is set (trl/trainer/model_config.py)"},
@@ -58,11 +60,15 @@ constexpr std::array k_trl_defaults = {
     Default{"--loss", "chunked", "SFTConfig.loss_type defaults to chunked_nll: the lm_head and cross-entropy run in chunks (trl/trainer/sft_config.py, TRL >= 1.7)"},
     Default{"--attn", "sdpa", "transformers picks sdpa when attn_implementation is not set"},
     Default{"--optimizer", "adamw", "TrainingArguments.optim = adamw_torch"},
+    Default{"--fsdp-no-sync", "", "under FSDP the Trainer runs every micro-batch but the last in accelerator.no_sync (transformers trainer.py _inner_training_loop, >= 4.46; accelerate accumulate() before), so each GPU accumulates unsharded gradients; it only matters with --fsdp and gradient accumulation"},
+    Default{"--nf4-backend", "bnb", "QLoRA loads the base through bitsandbytes Linear4bit (BitsAndBytesConfig load_in_4bit), whose MatMul4Bit saves each frozen projection's input"},
 };
 constexpr std::array k_accelerate_defaults = {
     Default{"--mode", "full", "an accelerate config trains every weight unless the script adds adapters"},
     Default{"--dtype", "fp32", "mixed_precision defaults to no (accelerate commands/config/config_args.py)"},
     Default{"--precision", "mixed", "accelerate's mixed precision is autocast over fp32 weights; FSDP MixedPrecision keeps fp32 sharded parameters (accelerate utils/dataclasses.py)"},
+    Default{"--fsdp-no-sync", "", "Accelerator.accumulate() enters no_sync on every micro-batch but the last unless GradientAccumulationPlugin(sync_each_batch=True) (accelerate/accelerator.py); it only matters with --fsdp and gradient accumulation"},
+    Default{"--nf4-backend", "bnb", "QLoRA loads the base through bitsandbytes Linear4bit (BitsAndBytesConfig load_in_4bit), whose MatMul4Bit saves each frozen projection's input"},
 };
 constexpr std::array k_axolotl_defaults = {
     Default{"--mode", "full", "no adapter: axolotl fine-tunes every weight (utils/schemas/peft.py adapter = None)"},
@@ -74,6 +80,8 @@ constexpr std::array k_axolotl_defaults = {
     Default{"--attn", "sdpa", "no attention flag: transformers' default, sdpa"},
     Default{"--optimizer", "adamw", "optimizer = adamw_torch_fused (utils/schemas/training.py)"},
     Default{"--loss", "full", "the HF Trainer's loss on fp32-upcast logits unless chunked_cross_entropy or a Liger / Cut Cross-Entropy plugin is on"},
+    Default{"--fsdp-no-sync", "", "under FSDP the Trainer runs every micro-batch but the last in accelerator.no_sync (transformers trainer.py _inner_training_loop, >= 4.46; accelerate accumulate() before), so each GPU accumulates unsharded gradients; it only matters with --fsdp and gradient accumulation"},
+    Default{"--nf4-backend", "bnb", "QLoRA loads the base through bitsandbytes Linear4bit (BitsAndBytesConfig load_in_4bit), whose MatMul4Bit saves each frozen projection's input"},
 };
 constexpr std::array k_torchtune_defaults = {
     Default{"--mode", "full", "a full_finetune recipe; lora_/qlora_ model builders add adapters"},
@@ -84,6 +92,7 @@ constexpr std::array k_torchtune_defaults = {
     Default{"--attn", "sdpa", "torchtune attention calls F.scaled_dot_product_attention (torchtune/modules/attention_utils.py)"},
     Default{"--fsdp", "", "distributed recipes shard every model with FSDP2 fully_shard (training.shard_model); on one GPU that shards nothing"},
     Default{"--optimizer", "adamw", "recipes ship torch.optim.AdamW"},
+    Default{"--nf4-backend", "torchao", "qlora_ model builders quantize the base with torchao's NF4Tensor (torchtune/modules/low_precision), whose linear_nf4 saves only the NF4 weight"},
 };
 constexpr std::array k_torchtitan_defaults = {
     Default{"--mode", "full", "torchtitan pre-trains every weight (no adapters)"},
@@ -105,6 +114,8 @@ constexpr std::array k_llama_factory_defaults = {
     Default{"--attn", "sdpa", "flash_attn = auto lets transformers pick sdpa (model/model_utils/attention.py)"},
     Default{"--loss", "full", "the HF Trainer's loss on fp32-upcast logits"},
     Default{"--optimizer", "adamw", "TrainingArguments.optim = adamw_torch"},
+    Default{"--fsdp-no-sync", "", "under FSDP the Trainer runs every micro-batch but the last in accelerator.no_sync (transformers trainer.py _inner_training_loop, >= 4.46; accelerate accumulate() before), so each GPU accumulates unsharded gradients; it only matters with --fsdp and gradient accumulation"},
+    Default{"--nf4-backend", "bnb", "QLoRA loads the base through bitsandbytes Linear4bit (BitsAndBytesConfig load_in_4bit), whose MatMul4Bit saves each frozen projection's input"},
 };
 // clang-format on
 

@@ -586,6 +586,7 @@ void read_llama_factory(KeyReader& keys, LaunchPlan& plan,
                         const FileLoader& load, const Attached& attached) {
   LlamaFactory s{{keys, plan}, load, attached};
   mark_unused_keys(keys, k_llama_factory_unused);
+  read_accelerator_config(keys, plan);
   mark_hf_unused(keys);
   mark_unused_keys(keys, k_preference_unused);
   mark_unused_keys(keys, k_method_unused);

@@ -417,6 +417,17 @@ std::string_view hf_attn(Attn a) {
 
 // The training arguments; `sharding`: write the FSDP / DeepSpeed keys (not
 // when an accelerate config carries them).
+// The Trainer runs every micro-batch but the last under no_sync; a plan
+// that reduce-scatters each one says so through accelerator_config
+// (accelerate GradientAccumulationPlugin.sync_each_batch; transformers
+// honours it in its own loop since #43919).
+void sync_each_batch_key(const Resolved& s, Json& doc) {
+  if (s.fsdp && s.grad_accum > 1 && !s.fsdp_no_sync) {
+    doc["accelerator_config"] = {
+        {"gradient_accumulation_kwargs", {{"sync_each_batch", true}}}};
+  }
+}
+
 Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
              Out& out) {
   // Adapters are TRL ModelConfig keys (use_peft, load_in_4bit):
@@ -455,6 +466,7 @@ Json hf_args(const Resolved& s, const Model& model, bool trl, bool sharding,
   doc["optim"] = hf_optim(s.optimizer);
   doc["attn_implementation"] = hf_attn(s.attn);
   doc["torch_compile"] = s.compile;
+  sync_each_batch_key(s, doc);
   if (!sharding) {
     return doc;
   }
@@ -833,6 +845,11 @@ void write_axolotl(const Resolved& s, const Model& model, Out& out) {
     doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
                                             : "full_shard auto_wrap";
     doc["fsdp_version"] = s.fsdp_version;
+    if (s.grad_accum > 1 && !s.fsdp_no_sync) {
+      out.cannot(
+          "a reduce-scatter after every micro-batch (axolotl's Trainer "
+          "accumulates under no_sync)");
+    }
   } else if (ds) {
     doc["deepspeed"] = k_ds_file;
     push_ds(s, out);
@@ -945,6 +962,7 @@ void write_llama_factory(const Resolved& s, const Model& model, Out& out) {
     doc["fsdp"] = s.offload == Offload::all ? "full_shard offload auto_wrap"
                                             : "full_shard auto_wrap";
     doc["fsdp_config"] = {{"version", s.fsdp_version}};
+    sync_each_batch_key(s, doc);
   } else if (ds) {
     doc["deepspeed"] = k_ds_file;
     push_ds(s, out);
@@ -1009,6 +1027,13 @@ LaunchWriting write_launch(Framework framework, const Resolved& setup,
   if (setup.untied_head && model.tie_word_embeddings) {
     // Every framework written here loads transformers' tied head.
     out.cannot("a second copy of the tied output head (LitGPT's GPT)");
+  }
+  if (setup.fsdp_frozen_grads) {
+    // PEFT's fsdp_auto_wrap_policy (the HF Trainer's) and torchtune's FSDP2
+    // wrap the adapters apart from the frozen weights.
+    out.cannot(
+        "adapters flattened into their frozen layer's FSDP1 unit "
+        "(LitGPT <= 0.5.7)");
   }
   switch (framework) {
     case Framework::vllm:

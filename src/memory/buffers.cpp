@@ -78,13 +78,15 @@ double fsdp1_gradient_buffers(const FsdpOneUnits& u) {
 ShardingBuffers fsdp1_buffers(const Resolved& setup, const TrainLayout& at,
                               double layer_w) {
   const bool full = setup.mode == Mode::full;
+  // Frozen grads: the adapters' units get whole-unit gradients, as in full.
+  const bool unit_grads = full || setup.fsdp_frozen_grads;
   const FsdpOneUnits u = fsdp1_units(at.largest_layer / at.t, at.dp, at.d);
   ShardingBuffers b;
   b.layer = full ? u.unsharded_bytes : layer_w;
   // The unit computing and the one prefetched (BACKWARD_PRE, the default
   // backward_prefetch) are unsharded next to the root unit.
   b.bytes = 2.0 * b.layer + fsdp_root_unit_bytes(at);
-  if (full) {
+  if (unit_grads) {
     b.bytes += fsdp1_gradient_buffers(u);
   }
   // Blocks the caching allocator holds for a stream after their free:
@@ -92,7 +94,7 @@ ShardingBuffers fsdp1_buffers(const Resolved& setup, const TrainLayout& at,
   // (_flat_param.py _free_unsharded_flat_param), and the gradient handed to
   // the post_backward stream (_post_backward_hook
   // _no_dispatch_record_stream(autograd_computed_grad)).
-  b.held = u.held_param_bytes + (full ? u.held_grad_bytes : 0.0);
+  b.held = u.held_param_bytes + (unit_grads ? u.held_grad_bytes : 0.0);
   return b;
 }
 

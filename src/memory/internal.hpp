@@ -427,6 +427,14 @@ bool paged(Optimizer optimizer);
 Placed optimizer_states(const Model& model, const Resolved& setup,
                         double trainable, double dp);
 
+// Parameters that get gradients here (before ZeRO): the trainable ones, or
+// the whole layers under FSDP1 frozen grads.
+double gradient_params(const Resolved& setup, const TrainLayout& at,
+                       const TrainWeights& tw);
+// Gradients carried from one micro-batch to the next: unsharded under FSDP
+// no_sync, else `sharded` (stage_gradients' GPU bytes).
+double accumulated_gradient_bytes(const Resolved& setup, double params,
+                                  double element_bytes, double sharded);
 // Gradients alive before backward starts (accumulation, flat buffers).
 double kept_gradient_bytes(const Resolved& setup, double gradients);
 double largest_trainable_param(const Model& model, const Resolved& setup,
@@ -489,6 +497,7 @@ struct Needs {
 double targeted(unsigned targets, unsigned mask);
 bool amp_compute(const Resolved& setup);
 Needs qlora_mixed_needs(const Resolved& setup);
+Needs qlora_bnb_pure_needs(const Resolved& setup);
 Needs adapter_needs(const Resolved& setup);
 Needs lora_dropout_needs(Needs needs, const Resolved& setup);
 Needs needs_of(const Resolved& setup);

@@ -94,7 +94,8 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
                        const TrainLayout& at) {
   const TrainWeights w = trained_weights(model, setup, at);
   const double g_elem = gradient_element_bytes(setup, w);
-  const Placed grads = stage_gradients(setup, w.trainable, g_elem, at.dp);
+  const double g_params = gradient_params(setup, at, w);
+  const Placed grads = stage_gradients(setup, g_params, g_elem, at.dp);
   const Placed states = optimizer_states(model, setup, w.trainable, at.dp);
   const double largest = largest_trainable_param(model, setup, at);
   const ShardingBuffers sharding = sharding_buffers(model, setup, at, g_elem);
@@ -103,7 +104,8 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
   const ReferenceWeights ref = reference_weights(setup, at);
   x.reference = ref.gpu;
   x.optimizer = states.gpu;
-  x.grad_kept = kept_gradient_bytes(setup, grads.gpu);
+  x.grad_kept = kept_gradient_bytes(
+      setup, accumulated_gradient_bytes(setup, g_params, g_elem, grads.gpu));
   x.grad_step = step_gradient_bytes(setup, grads.gpu, largest, g_elem);
   x.head_grad = output_projection_gradient_bytes(setup, at, grads.gpu, g_elem);
   x.ddp_copy = ddp_bucket_copy_bytes(setup, at.dp, grads.gpu);

@@ -59,6 +59,24 @@ Needs qlora_mixed_needs(const Resolved& setup) {
           .mlp_bytes = 4.0};
 }
 
+Needs qlora_bnb_pure_needs(const Resolved& setup) {
+  // bitsandbytes' MatMul4Bit saves its input whenever it needs a gradient
+  // (qlora_mixed_needs), in pure precision too (LitGPT bf16-true with
+  // BitsandbytesPrecision, LLaMA-Factory pure_bf16): every frozen
+  // projection keeps the tensor it reads, shared by the projections that
+  // read the same one. With LoRA dropout each adapter adds its own dropped
+  // copy (peft/tuners/lora/layer.py Linear.forward).
+  const unsigned t = setup.lora_targets;
+  const bool drop = setup.lora_dropout > 0;
+  return {.norm_weight = false,
+          .qkv_in =
+              1.0 + (drop ? targeted(t, k_lora_q | k_lora_k | k_lora_v) : 0.0),
+          .o_in = true,
+          .up_in = 1.0 + (drop ? targeted(t, k_lora_gate | k_lora_up) : 0.0),
+          .down_in = true,
+          .down_copies = drop && (t & k_lora_down) != 0 ? 1.0 : 0.0};
+}
+
 Needs adapter_needs(const Resolved& setup) {
   const unsigned t = setup.lora_targets;
   const double qkv = targeted(t, k_lora_q | k_lora_k | k_lora_v);
@@ -118,8 +136,13 @@ Needs needs_of(const Resolved& setup) {
   if (setup.mode == Mode::full) {
     return {};
   }
-  if (setup.mode == Mode::qlora && setup.precision == Precision::mixed) {
-    return lora_dropout_needs(qlora_mixed_needs(setup), setup);
+  if (setup.mode == Mode::qlora && setup.nf4_backend == Nf4Backend::bnb) {
+    if (setup.precision == Precision::mixed) {
+      return lora_dropout_needs(qlora_mixed_needs(setup), setup);
+    }
+    if (setup.precision == Precision::pure) {
+      return lora_dropout_needs(qlora_bnb_pure_needs(setup), setup);
+    }
   }
   return lora_dropout_needs(adapter_needs(setup), setup);
 }

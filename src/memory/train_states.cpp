@@ -292,6 +292,28 @@ Placed optimizer_states(const Model& model, const Resolved& setup,
   return {.gpu = trainable * (master + states) / shards};
 }
 
+double gradient_params(const Resolved& setup, const TrainLayout& at,
+                       const TrainWeights& tw) {
+  // An FSDP1 FlatParameter requires grad when any parameter flattened into
+  // it does, so with use_orig_params=True a layer unit holding adapters
+  // computes its frozen weights' gradients too
+  // (torch/distributed/fsdp/_wrap_utils.py: "the gradient memory usage will
+  // be higher than expected"). The root unit (embedding, head) holds none.
+  return setup.fsdp_frozen_grads ? at.layer_params / at.t + tw.trainable
+                                 : tw.trainable;
+}
+
+double accumulated_gradient_bytes(const Resolved& setup, double params,
+                                  double element_bytes, double sharded) {
+  // Under FSDP1 no_sync() every rank accumulates the unsharded gradients
+  // until the last micro-batch reduce-scatters them
+  // (FullyShardedDataParallel.no_sync: "accumulate the full model
+  // gradients (instead of gradient shards)"); FSDP2's
+  // set_requires_gradient_sync(False) keeps each parameter's unsharded
+  // accumulated gradient the same way.
+  return setup.fsdp_no_sync ? params * element_bytes : sharded;
+}
+
 double kept_gradient_bytes(const Resolved& setup, double gradients) {
   // Gradients that exist before backward starts: earlier micro-batches'
   // under accumulation, and the flat gradient buffers that mixed-precision

@@ -38,6 +38,14 @@ std::string join_names(const Names& names, std::string_view sep) {
 
 // CLI11's membership message, kept as the contract's text:
 // "--dtype: fp12 not in {bf16,fp16,fp32}".
+Names nf4_backend_names() {
+  return {"bnb", "torchao"};
+}
+
+std::string_view nf4_backend_name(Nf4Backend b) {
+  return b == Nf4Backend::bnb ? "bnb" : "torchao";
+}
+
 std::string_view choose(std::string_view flag, std::string_view text,
                         const Names& names) {
   for (const auto name : names) {
@@ -480,6 +488,44 @@ const std::array k_rows = {
                  ? fmt::format("grad-accum {}", c.resolved.grad_accum) : std::string();
     },
     [](const OptionContext& c) { return SetupValue{std::int64_t{c.resolved.grad_accum}}; }},
+  OptionRow{
+    "--fsdp-no-sync", "fsdp_no_sync", OptionGroup::training, "",
+    "with --fsdp and --grad-accum: micro-batches before the last skip the reduce-scatter (no_sync), so each GPU keeps unsharded gradients (HF Trainer, accelerate, Lightning)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.fsdp_no_sync = parse_flag("--fsdp-no-sync", t); },
+    [](const OptionContext& c) {
+      return c.resolved.fsdp_no_sync ? Words{"--fsdp-no-sync"} : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.fsdp_no_sync ? std::string("no_sync accumulation") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.fsdp_no_sync}; }},
+  OptionRow{
+    "--nf4-backend", "nf4_backend", OptionGroup::training, "NAME",
+    "QLoRA's NF4 matmul: bnb (bitsandbytes MatMul4Bit, saves each frozen projection's input: PEFT, LitGPT) or torchao (linear_nf4: torchtune)", "", nf4_backend_names,
+    [](Setup& s, std::string_view t) {
+      s.nf4_backend = choose("--nf4-backend", t, nf4_backend_names()) == "bnb"
+                          ? Nf4Backend::bnb : Nf4Backend::torchao;
+    },
+    [](const OptionContext& c) {
+      return c.setup.nf4_backend && c.resolved.mode == Mode::qlora
+                 ? words("--nf4-backend", std::string(nf4_backend_name(*c.setup.nf4_backend))) : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.mode == Mode::qlora
+                 ? fmt::format("nf4 {}", nf4_backend_name(c.resolved.nf4_backend)) : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{std::string(nf4_backend_name(c.resolved.nf4_backend))}; }},
+  OptionRow{
+    "--fsdp-frozen-grads", "fsdp_frozen_grads", OptionGroup::training, "",
+    "LoRA under --fsdp-version 1: adapters flattened with their frozen layer (use_orig_params=True), so the whole layer gets gradients (LitGPT <= 0.5.7)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.fsdp_frozen_grads = parse_flag("--fsdp-frozen-grads", t); },
+    [](const OptionContext& c) {
+      return c.setup.fsdp_frozen_grads ? Words{"--fsdp-frozen-grads"} : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.fsdp_frozen_grads ? std::string("frozen-weight grads") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.fsdp_frozen_grads}; }},
   OptionRow{
     "--objective", "objective", OptionGroup::training, "NAME",
     "training objective: sft, or preference training dpo, orpo, kto or simpo (chosen and rejected sequences; dpo and kto full fine-tuning hold a frozen reference model)", "sft", objective_names,

@@ -53,24 +53,9 @@ void resolve_margins(const Setup& s, const Gpu& gpu, Resolved& r) {
   }
 }
 
-}  // namespace
-
-Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
-  Resolved r;
-  r.gpus = s.gpus;
-  r.nodes = s.nodes;
-  r.mode = s.mode;
-  r.engine = s.engine;
-  r.seq = s.seq;
-  r.batch = s.batch;
-  r.dtype = s.dtype;
-  r.kv_dtype = s.kv_dtype.value_or(s.dtype);
-  r.pp = s.pp;
-  r.cp = s.cp;
-  r.split_layers = s.split_layers;
-  r.sequence_parallel = s.sequence_parallel;
-  r.fsdp = s.fsdp;
-  r.fsdp_version = s.fsdp_version.value_or(k_default_fsdp_version);
+// The training options; those that apply to some jobs only are cleared for
+// the others (r.fsdp_version is resolved first).
+void resolve_training(const Setup& s, Resolved& r) {
   r.offload = s.offload;
   r.checkpointing = s.checkpointing;
   r.checkpoint_every = s.checkpoint_every;
@@ -91,6 +76,36 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   r.loss = s.loss;
   r.activation_offload = s.activation_offload;
   r.grad_accum = s.grad_accum;
+  // no_sync matters only where FSDP shards gradients and micro-batches
+  // accumulate; frozen grads only where FSDP1 flattens adapters with the
+  // 16-bit base (QLoRA's 4-bit storage has no gradient).
+  r.fsdp_no_sync = s.fsdp_no_sync && s.fsdp && s.grad_accum > 1 &&
+                   !s.optimizer_in_bwd && s.mode != Mode::infer;
+  r.fsdp_frozen_grads = s.fsdp_frozen_grads && s.fsdp && r.fsdp_version == 1 &&
+                        s.mode == Mode::lora;
+  r.nf4_backend = s.nf4_backend.value_or(
+      s.precision == Precision::pure ? Nf4Backend::torchao : Nf4Backend::bnb);
+}
+
+}  // namespace
+
+Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
+  Resolved r;
+  r.gpus = s.gpus;
+  r.nodes = s.nodes;
+  r.mode = s.mode;
+  r.engine = s.engine;
+  r.seq = s.seq;
+  r.batch = s.batch;
+  r.dtype = s.dtype;
+  r.kv_dtype = s.kv_dtype.value_or(s.dtype);
+  r.pp = s.pp;
+  r.cp = s.cp;
+  r.split_layers = s.split_layers;
+  r.sequence_parallel = s.sequence_parallel;
+  r.fsdp = s.fsdp;
+  r.fsdp_version = s.fsdp_version.value_or(k_default_fsdp_version);
+  resolve_training(s, r);
   r.objective = s.objective;
   r.precompute_ref = s.precompute_ref;
   r.gpu_util = s.gpu_util;

@@ -45,12 +45,8 @@ std::optional<std::string> check_objective(const Setup& s) {
   return std::nullopt;
 }
 
-// Options that contradict each other, whatever the model: each message names
-// both and the fix.
-std::optional<std::string> check_request(const Setup& s) {
-  if (auto problem = check_objective(s)) {
-    return problem;
-  }
+// FSDP's own options against the sharding and the job.
+std::optional<std::string> check_fsdp(const Setup& s) {
   if (s.fsdp && s.zero && *s.zero != 3) {
     return fmt::format(
         "--fsdp shards like ZeRO stage 3 and contradicts --zero {}; drop "
@@ -62,6 +58,25 @@ std::optional<std::string> check_request(const Setup& s) {
         "--fsdp-version {} applies to FSDP FULL_SHARD; add --fsdp or drop "
         "--fsdp-version",
         *s.fsdp_version);
+  }
+  if (s.fsdp_frozen_grads &&
+      (!s.fsdp || s.fsdp_version.value_or(k_default_fsdp_version) != 1 ||
+       s.mode != Mode::lora)) {
+    return "--fsdp-frozen-grads applies to --mode lora under --fsdp "
+           "--fsdp-version 1 (FSDP1 flat units); add them or drop "
+           "--fsdp-frozen-grads";
+  }
+  return std::nullopt;
+}
+
+// Options that contradict each other, whatever the model: each message names
+// both and the fix.
+std::optional<std::string> check_request(const Setup& s) {
+  if (auto problem = check_objective(s)) {
+    return problem;
+  }
+  if (auto problem = check_fsdp(s)) {
+    return problem;
   }
   if (s.split_layers && s.tp && *s.tp > 1) {
     return fmt::format(

@@ -108,7 +108,9 @@ double training_dp_comm_s(const Model& model, const Gpu& gpu,
       trainable_params(model, setup, params) / (tp * pp) * dtype_b;
   const double ring = static_cast<double>(dp - 1) / dp;
   if (setup.zero >= 3) {
-    return (2 * ring * weights + ring * grads) * accum / dp_link;
+    // Under no_sync the gradients are reduce-scattered once per step.
+    const int reductions = setup.fsdp_no_sync ? 1 : accum;
+    return (2 * ring * weights * accum + ring * grads * reductions) / dp_link;
   }
   return 2 * ring * grads / dp_link;
 }

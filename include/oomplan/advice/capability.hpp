@@ -30,6 +30,7 @@ struct Capability {
   bool sequence_parallel = false;     // sequence parallelism over tp
   bool qlora = false;                 // 4-bit NF4 base under adapters
   bool mxfp4_lora = false;            // LoRA over MXFP4 weights as stored
+  bool sync_each_batch = false;       // FSDP reduce-scatter every micro-batch
   // Inference.
   bool inference_layouts = false;  // tp / pp (or layers split) serving
   bool fp8_weights = false;        // fp8 checkpoints or on-the-fly fp8

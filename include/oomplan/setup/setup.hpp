@@ -110,6 +110,11 @@ enum class VllmEra {
 // config says fsdp_version: 2; their launch readers give --fsdp-version 1.
 inline constexpr int k_default_fsdp_version = 2;
 
+// QLoRA's NF4 matmul over the frozen base: bitsandbytes' MatMul4Bit (PEFT,
+// LitGPT, axolotl, LLaMA-Factory), which saves its input for backward, or
+// torchao's linear_nf4 (torchtune), which saves only the NF4 weight.
+enum class Nf4Backend { bnb, torchao };
+
 // The transformers release planned without --transformers-version: the one
 // tests/data/measured ran (5.17). Every release from 4.46 allocates the same
 // in generate (memory/hf_activations.cpp).
@@ -190,6 +195,15 @@ struct Setup {
   Loss loss = Loss::full;
   bool activation_offload = false;
   int grad_accum = 1;
+  // --fsdp-no-sync: the micro-batches before the last run under FSDP's
+  // no_sync() (FSDP2: set_requires_gradient_sync(False)), so every rank
+  // accumulates unsharded gradients (HF Trainer, accelerate, Lightning).
+  bool fsdp_no_sync = false;
+  // --fsdp-frozen-grads: FSDP1 units flatten frozen weights together with
+  // the adapters (use_orig_params=True), so the whole unit gets gradients.
+  bool fsdp_frozen_grads = false;
+  // --nf4-backend; nullopt: torchao under pure precision, else bnb.
+  std::optional<Nf4Backend> nf4_backend{};
   TrainObjective objective = TrainObjective::sft;
   // --precompute-ref: the reference log-probs computed once before training
   // (TRL precompute_ref_log_probs), so no reference model is held.
@@ -271,6 +285,11 @@ struct Resolved {
   Loss loss = Loss::full;
   bool activation_offload = false;
   int grad_accum = 1;
+  // Set only where they apply: FSDP with grad_accum > 1 (no_sync), LoRA
+  // under FSDP1 (frozen grads).
+  bool fsdp_no_sync = false;
+  bool fsdp_frozen_grads = false;
+  Nf4Backend nf4_backend = Nf4Backend::bnb;
   TrainObjective objective = TrainObjective::sft;
   // --precompute-ref: the reference log-probs computed once before training
   // (TRL precompute_ref_log_probs), so no reference model is held.
