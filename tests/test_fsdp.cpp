@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -336,4 +337,52 @@ TEST_CASE("fsdp: the launch readers map fsdp_version to --fsdp-version",
                             "base_model: m\nfsdp:\n  - full_shard\n"
                             "fsdp_config:\n  fsdp_offload_params: false\n")) ==
         "default 1");
+}
+
+namespace {
+
+// The value a plan gives `flag`: the file's option, else "default V", else
+// "(absent)".
+std::string option_of(const LaunchPlan& p, std::string_view flag) {
+  for (const auto& o : p.options) {
+    if (o.flag == flag) {
+      return o.value;
+    }
+  }
+  for (const auto& o : p.framework_defaults) {
+    if (o.flag == flag) {
+      return "default " + o.value;
+    }
+  }
+  return "(absent)";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "fsdp: readers map FSDP activation checkpointing to --use-cache and "
+    "sync_each_batch to --fsdp-no-sync false",
+    "[fsdp]") {
+  // accelerate's fsdp_activation_checkpointing wraps layers in FSDP's
+  // checkpoint_wrapper: the model's use_cache stays on.
+  const LaunchPlan acc = read_one("acc.yaml",
+                                  "distributed_type: FSDP\nfsdp_config:\n"
+                                  "  fsdp_activation_checkpointing: true\n");
+  CHECK(option_of(acc, "--checkpointing") == "full");
+  CHECK(option_of(acc, "--use-cache") == "true");
+  CHECK(option_of(acc, "--fsdp-no-sync") == "default ");
+  // The Trainer's no_sync is a framework default; accelerator_config's
+  // sync_each_batch turns it off.
+  const LaunchPlan args = read_one(
+      "args.json", R"({"output_dir": "o", "fsdp": "full_shard auto_wrap",
+                       "gradient_accumulation_steps": 4,
+                       "accelerator_config": {"gradient_accumulation_kwargs":
+                                              {"sync_each_batch": true}}})");
+  CHECK(option_of(args, "--fsdp-no-sync") == "false");
+  CHECK(std::find(args.unknown_keys.begin(), args.unknown_keys.end(),
+                  "accelerator_config.gradient_accumulation_kwargs") ==
+        args.unknown_keys.end());
+  const LaunchPlan plain = read_one(
+      "args.json", R"({"output_dir": "o", "fsdp": "full_shard auto_wrap"})");
+  CHECK(option_of(plain, "--fsdp-no-sync") == "default ");
 }

@@ -396,6 +396,18 @@ TEST_CASE("terms: bitsandbytes NF4 saves every frozen projection's input",
   CHECK(layer_activation_bytes(llama2_7b(), q, dm, false) - bnb == 100663296.0);
 }
 
+TEST_CASE("terms: the KV cache a training forward keeps under use_cache",
+          "[terms]") {
+  // Llama-2-7B (32 KV heads x 128 = 4,096 wide) at 4,096 tokens in bf16:
+  // keys and values of 32 layers, 2 x 4,096 x 4,096 x 2 B x 32 =
+  // 2,147,483,648 B, held to the end of forward.
+  Resolved s = lora();
+  s.checkpointing = Checkpointing::full;
+  CHECK(training_kv_cache_bytes(llama2_7b(), s, layout(s)) == 0.0);
+  s.use_cache = true;
+  CHECK(training_kv_cache_bytes(llama2_7b(), s, layout(s)) == 2147483648.0);
+}
+
 TEST_CASE("terms: norm_saved, dropout and eager scores", "[terms]") {
   const Resolved s = full();
   // RMSNorm in eager: the fp32 input (4 B) + the normalised bf16 copy (2 B).

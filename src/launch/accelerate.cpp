@@ -222,6 +222,16 @@ void mark_version(Accelerate& s, const Row& row) {
 }
 
 // Under distributed_type FSDP; other fsdp_config keys are unknown.
+// FSDP's checkpoint_wrapper, not gradient_checkpointing_enable: the model's
+// use_cache stays on (transformers' configs default to True), so the
+// forward also keeps its KV cache.
+void fsdp_checkpointing(Accelerate& s, const Row& row) {
+  if (s.keys.boolean(row.key).value_or(false)) {
+    set_option(s.plan, "--checkpointing", "full", std::string(row.key));
+    set_option(s.plan, "--use-cache", "true", std::string(row.key));
+  }
+}
+
 constexpr std::array k_fsdp_rows = {
     Row{"fsdp_config.fsdp_version", fsdp_version, k_dataclasses},
     Row{"fsdp_config.fsdp_reshard_after_forward", reshard_after_forward,
@@ -230,8 +240,8 @@ constexpr std::array k_fsdp_rows = {
     Row{"fsdp_config.fsdp_version", mark_version, k_dataclasses},
     Row::when_true("fsdp_config.fsdp_offload_params", "--offload", "all",
                    k_dataclasses),
-    Row::when_true("fsdp_config.fsdp_activation_checkpointing",
-                   "--checkpointing", "full", k_dataclasses),
+    Row{"fsdp_config.fsdp_activation_checkpointing", fsdp_checkpointing,
+        k_dataclasses},
     Row::unused("fsdp_config.fsdp_auto_wrap_policy", k_dataclasses),
     Row::unused("fsdp_config.fsdp_backward_prefetch", k_dataclasses),
     Row::unused("fsdp_config.fsdp_backward_prefetch_policy", k_dataclasses),

@@ -81,7 +81,10 @@ constexpr std::string_view k_accelerate = "accelerate utils/dataclasses.py";
 
 void activation_checkpointing(FsdpConfig& s, const Row& /*row*/) {
   if (s.keys.boolean(s.path).value_or(false)) {
+    // FSDP's checkpoint_wrapper, not gradient_checkpointing_enable: the
+    // model's use_cache stays on (transformers' configs default to True).
     set_option(s.plan, "--checkpointing", "full", s.path);
+    set_option(s.plan, "--use-cache", "true", s.path);
   }
 }
 

@@ -498,6 +498,9 @@ double targeted(unsigned targets, unsigned mask);
 bool amp_compute(const Resolved& setup);
 Needs qlora_mixed_needs(const Resolved& setup);
 Needs qlora_bnb_pure_needs(const Resolved& setup);
+// transformers' KV cache a training forward keeps (--use-cache).
+double training_kv_cache_bytes(const Model& model, const Resolved& setup,
+                               const TrainLayout& at);
 Needs adapter_needs(const Resolved& setup);
 Needs lora_dropout_needs(Needs needs, const Resolved& setup);
 Needs needs_of(const Resolved& setup);

@@ -81,6 +81,7 @@ struct StageTerms {
   StageActivations acts;
   LogitBytes logits;
   double ref_logits = 0;  // DPO/KTO reference forward's logits (forward end)
+  double kv_cache = 0;    // transformers' training KV cache (forward end)
   double buffers = 0;     // ZeRO/FSDP gathers and buckets
   double dequant = 0;     // QLoRA's dequantized weight
   double head_cast = 0;   // the fp32 lm_head's 16-bit cast (kbit)
@@ -112,6 +113,7 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
   x.opt_temp = adamw_8bit_dequant_bytes(setup, largest);
   x.fp32_grads = deepspeed_fp32_grad_bytes(setup, w.trainable, at.dp);
   x.acts = stage_activations(model, setup, at);
+  x.kv_cache = training_kv_cache_bytes(model, setup, at);
   if (at.last) {
     const Dims dm = train_dims(model, setup);
     x.logits = logit_bytes(model, setup, dm);
@@ -142,7 +144,7 @@ Parts forward_end(const Resolved& setup, const StageTerms& x) {
   p.reference = x.reference;
   p.optimizer = x.optimizer;
   p.gradients = x.grad_kept + x.ddp_copy;
-  p.activations = x.acts.stored;
+  p.activations = x.acts.stored + x.kv_cache;
   p.logits = x.logits.fwd + x.ref_logits;
   p.buffers = x.buffers + x.dequant;
   p.buffers += x.head_cast;

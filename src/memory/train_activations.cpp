@@ -609,6 +609,22 @@ StageActivations stage_activations(const Model& model, const Resolved& setup,
   return a;
 }
 
+double training_kv_cache_bytes(const Model& model, const Resolved& setup,
+                               const TrainLayout& at) {
+  // With use_cache on, each decoder layer returns its keys and values after
+  // RoPE and before repeat_kv, and the model collects them for the whole
+  // forward (transformers modeling_llama.py: present key/values, later
+  // DynamicCache). Under FSDP's or llama-recipes' checkpoint_wrapper they are
+  // outputs of the checkpointed layer, so they outlive its dropped saves
+  // until the output is released after the loss.
+  if (!setup.use_cache) {
+    return 0;
+  }
+  const Dims dm = train_dims(model, setup);
+  return 2.0 * as_double(model.num_kv_heads * model.head_dim) * dm.tokens *
+         dm.d * at.layers() / at.t;
+}
+
 std::string_view activations_formula(const Resolved& setup) {
   switch (setup.checkpointing) {
     case Checkpointing::full:

@@ -516,6 +516,17 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{std::string(nf4_backend_name(c.resolved.nf4_backend))}; }},
   OptionRow{
+    "--use-cache", "use_cache", OptionGroup::training, "",
+    "training: transformers' forward keeps its KV cache (use_cache=True under FSDP or llama-recipes activation checkpointing; gradient_checkpointing_enable turns it off)", "", nullptr,
+    [](Setup& s, std::string_view t) { s.use_cache = parse_flag("--use-cache", t); },
+    [](const OptionContext& c) {
+      return c.resolved.use_cache ? Words{"--use-cache"} : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.use_cache ? std::string("use_cache") : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.use_cache}; }},
+  OptionRow{
     "--fsdp-frozen-grads", "fsdp_frozen_grads", OptionGroup::training, "",
     "LoRA under --fsdp-version 1: adapters flattened with their frozen layer (use_orig_params=True), so the whole layer gets gradients (LitGPT <= 0.5.7)", "", nullptr,
     [](Setup& s, std::string_view t) { s.fsdp_frozen_grads = parse_flag("--fsdp-frozen-grads", t); },

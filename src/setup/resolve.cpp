@@ -83,6 +83,10 @@ void resolve_training(const Setup& s, Resolved& r) {
                    !s.optimizer_in_bwd && s.mode != Mode::infer;
   r.fsdp_frozen_grads = s.fsdp_frozen_grads && s.fsdp && r.fsdp_version == 1 &&
                         s.mode == Mode::lora;
+  // Without checkpointing the cached keys and values are the tensors
+  // attention saves anyway.
+  r.use_cache = s.use_cache && s.mode != Mode::infer &&
+                s.checkpointing != Checkpointing::none;
   r.nf4_backend = s.nf4_backend.value_or(
       s.precision == Precision::pure ? Nf4Backend::torchao : Nf4Backend::bnb);
 }

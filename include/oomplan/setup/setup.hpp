@@ -204,6 +204,10 @@ struct Setup {
   bool fsdp_frozen_grads = false;
   // --nf4-backend; nullopt: torchao under pure precision, else bnb.
   std::optional<Nf4Backend> nf4_backend{};
+  // --use-cache: transformers' training forward builds its KV cache
+  // (config use_cache=True under activation checkpointing other than
+  // gradient_checkpointing_enable, which turns it off).
+  bool use_cache = false;
   TrainObjective objective = TrainObjective::sft;
   // --precompute-ref: the reference log-probs computed once before training
   // (TRL precompute_ref_log_probs), so no reference model is held.
@@ -290,6 +294,7 @@ struct Resolved {
   bool fsdp_no_sync = false;
   bool fsdp_frozen_grads = false;
   Nf4Backend nf4_backend = Nf4Backend::bnb;
+  bool use_cache = false;  // set only where layers are checkpointed
   TrainObjective objective = TrainObjective::sft;
   // --precompute-ref: the reference log-probs computed once before training
   // (TRL precompute_ref_log_probs), so no reference model is held.
