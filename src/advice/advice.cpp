@@ -603,6 +603,13 @@ Setup switched(const Setup& base, const Resolved& r, Framework to,
     return s;
   }
   s.zero = std::min(r.zero, to == Framework::megatron ? 1 : 0);
+  // Neither reduces under no_sync (torchtune's recipes reduce-scatter every
+  // micro-batch, Megatron's DDP every step), and torchtune's QLoRA runs
+  // torchao's linear_nf4.
+  s.fsdp_no_sync = false;
+  if (to == Framework::torchtune) {
+    s.nf4_backend = Nf4Backend::torchao;
+  }
   if (to == Framework::megatron) {
     // Megatron's optimizer keeps fp32 main parameters, and bitsandbytes'
     // optimizers do not run under it (docs/advice.md).
