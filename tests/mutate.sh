@@ -84,10 +84,10 @@ src/memory/train_activations.cpp|  const double down_extra = needs.down_copies *
 src/launch/writers.cpp|  } else if (!ds && s.dtype != Dtype::fp32 && adapters &&|  } else if (!ds && s.dtype != Dtype::fp32 && !adapters &&|axolotl writes PEFT's fp32 adapters (mixed)
 src/setup/resolve.cpp|? s.lora_dropout : 0.0;|? s.lora_dropout : s.lora_dropout;|a full fine-tune has no LoRA dropout
 src/advice/capability.cpp|  c.activation_offload = true;  // use_unsloth_gc|  c.activation_offload = false;  // use_unsloth_gc|LLaMA-Factory offloads layer inputs (use_unsloth_gc)
-src/memory/train_states.cpp|  return setup.fsdp_no_sync ? params * element_bytes : sharded;|  return sharded;|FSDP no_sync keeps unsharded gradients
-src/memory/train_states.cpp|  return setup.fsdp_frozen_grads ? at.layer_params / at.t + tw.trainable|  return false ? at.layer_params / at.t + tw.trainable|FSDP1 frozen grads cover the whole layers
+src/memory/train_states.cpp|  return setup.fsdp_no_sync ? params * element_bytes : sharded;|  return setup.fsdp_no_sync ? sharded + 0 * params * element_bytes : sharded;|FSDP no_sync keeps unsharded gradients
+src/memory/train_states.cpp|  return setup.fsdp_frozen_grads ? at.layer_params / at.t + tw.trainable|  return setup.fsdp_frozen_grads ? 0 * at.layer_params / at.t + tw.trainable|FSDP1 frozen grads cover the whole layers
 src/memory/train_activations.cpp|  if (setup.mode == Mode::qlora && setup.nf4_backend == Nf4Backend::bnb) {|  if (setup.mode == Mode::qlora && setup.nf4_backend != Nf4Backend::bnb) {|bitsandbytes NF4 saves projection inputs
-src/launch/writers.cpp|  if (s.fsdp && s.grad_accum > 1 && !s.fsdp_no_sync) {|  if (false) {|HF launch blocks write sync_each_batch
+src/launch/writers.cpp|  if (s.fsdp && s.grad_accum > 1 && !s.fsdp_no_sync) {|  if (s.fsdp && s.grad_accum > 1 && s.fsdp_no_sync) {|HF launch blocks write sync_each_batch
 src/advice/knobs.cpp|           [](Setup& s) { s.fsdp_no_sync = false; }}};|           [](Setup& s) { s.fsdp_no_sync = true; }}};|the sync_each_batch fix turns no_sync off
 src/memory/train_activations.cpp|  if (!setup.use_cache) {|  if (true) {|use_cache keeps the training KV cache
 src/memory/memory.cpp|  if (setup.untied_head && model.tie_word_embeddings) {|  if (false) {|--untied-head loads a second head

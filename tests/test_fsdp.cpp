@@ -267,6 +267,21 @@ TEST_CASE(
         Approx(14052957184.0).epsilon(1e-9));
   CHECK(gradients(true, 1, true) == gradients(false, 1, true));
   CHECK(gradients(true, 4, false) == gradients(false, 4, false));
+  // The JSON setup says so only where it applies.
+  auto stated = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"llama-3-8b", "--gpus",        "8xH100",
+                                  "--mode",     "full",          "--fsdp",
+                                  "--json",     "--fsdp-no-sync"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = test::run_cli(args);
+    REQUIRE(r.code <= 1);
+    return nlohmann::json::parse(r.out)
+        .at("setup")
+        .at("fsdp_no_sync")
+        .get<bool>();
+  };
+  CHECK(stated({"--grad-accum", "4"}));
+  CHECK_FALSE(stated({}));
 }
 
 namespace {
