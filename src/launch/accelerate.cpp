@@ -222,13 +222,9 @@ void mark_version(Accelerate& s, const Row& row) {
 }
 
 // Under distributed_type FSDP; other fsdp_config keys are unknown.
-// FSDP's checkpoint_wrapper, not gradient_checkpointing_enable: the model's
-// use_cache stays on (transformers' configs default to True), so the
-// forward also keeps its KV cache.
 void fsdp_checkpointing(Accelerate& s, const Row& row) {
   if (s.keys.boolean(row.key).value_or(false)) {
-    set_option(s.plan, "--checkpointing", "full", std::string(row.key));
-    set_option(s.plan, "--use-cache", "true", std::string(row.key));
+    set_fsdp_checkpointing(s.plan, std::string(row.key));
   }
 }
 

@@ -81,10 +81,7 @@ constexpr std::string_view k_accelerate = "accelerate utils/dataclasses.py";
 
 void activation_checkpointing(FsdpConfig& s, const Row& /*row*/) {
   if (s.keys.boolean(s.path).value_or(false)) {
-    // FSDP's checkpoint_wrapper, not gradient_checkpointing_enable: the
-    // model's use_cache stays on (transformers' configs default to True).
-    set_option(s.plan, "--checkpointing", "full", s.path);
-    set_option(s.plan, "--use-cache", "true", s.path);
+    set_fsdp_checkpointing(s.plan, s.path);
   }
 }
 
@@ -206,6 +203,14 @@ void mark_fsdp_version(LaunchPlan& plan, std::optional<std::int64_t> version,
                 "transformers and accelerate wrap with FSDP1 "
                 "(FullyShardedDataParallel) unless fsdp_version is 2");
   }
+}
+
+void set_fsdp_checkpointing(LaunchPlan& plan, const std::string& key) {
+  // checkpoint_wrapper, not gradient_checkpointing_enable: transformers'
+  // configs default to use_cache=True and only the latter turns it off, so
+  // the forward also keeps its KV cache.
+  set_option(plan, "--checkpointing", "full", key);
+  set_option(plan, "--use-cache", "true", key);
 }
 
 void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load) {

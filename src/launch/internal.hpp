@@ -218,6 +218,9 @@ std::string hf_attention(KeyReader& keys, std::string_view key,
                          std::string_view name);
 // HF `fsdp` (string or list) + `fsdp_config` (object or path).
 void read_hf_fsdp(KeyReader& keys, LaunchPlan& plan, const FileLoader& load);
+// FSDP activation checkpointing (`key` turned it on): FSDP's
+// checkpoint_wrapper over every layer, which leaves the model's use_cache on.
+void set_fsdp_checkpointing(LaunchPlan& plan, const std::string& key);
 // --fsdp-version for a plan with --fsdp: `version` as read at `key`, else
 // the default of transformers and accelerate, FSDP1.
 void mark_fsdp_version(LaunchPlan& plan, std::optional<std::int64_t> version,
