@@ -27,7 +27,7 @@ constexpr std::array k_frameworks = {
     Framework::vllm,       Framework::deepspeed,     Framework::hf_trainer,
     Framework::trl,        Framework::accelerate,    Framework::axolotl,
     Framework::torchtune,  Framework::llama_factory, Framework::megatron,
-    Framework::torchtitan, Framework::generate};
+    Framework::torchtitan, Framework::generate,      Framework::litgpt};
 
 // The move ids of every knob around `s` on `gpu_name`.
 std::vector<std::string> move_ids(const Model& model,

@@ -849,3 +849,69 @@ TEST_CASE("cli: --objective and --precompute-ref", "[cli][preference]") {
   CHECK(run_cli({"llama3.1-8b", "--mode", "full", "--objective", "ppo"}).code ==
         2);
 }
+
+TEST_CASE("cli: --framework litgpt plans what its options spell out",
+          "[cli][litgpt]") {
+  // The development set's Lit-GPT 8641822 FSDP LoRA row (Llama-2-7B on two
+  // A100-40s, bf16-true) spelled out: FSDP1 units per Block that flatten
+  // the adapters with the frozen weights, every Block checkpointed,
+  // no_backward_sync over 128 micro-batches, r 8 on q and v with dropout
+  // 0.05, the chunked loss. --framework litgpt at that release derives the
+  // same plan from three options.
+  const auto spelled = run_cli({"llama-2-7b",
+                                "--gpus",
+                                "2xA100-40",
+                                "--mode",
+                                "lora",
+                                "--lora-rank",
+                                "8",
+                                "--lora-targets",
+                                "qv",
+                                "--lora-dropout",
+                                "0.05",
+                                "--precision",
+                                "pure",
+                                "--loss",
+                                "chunked",
+                                "--attn",
+                                "sdpa",
+                                "--checkpointing",
+                                "full",
+                                "--fsdp",
+                                "--fsdp-version",
+                                "1",
+                                "--fsdp-frozen-grads",
+                                "--fsdp-no-sync",
+                                "--grad-accum",
+                                "128",
+                                "--seq",
+                                "1304",
+                                "--batch",
+                                "1",
+                                "--json"});
+  const auto framework =
+      run_cli({"llama-2-7b", "--gpus", "2xA100-40", "--framework", "litgpt",
+               "--litgpt-version", "0.0.0", "--precision", "pure",
+               "--grad-accum", "128", "--seq", "1304", "--json"});
+  REQUIRE(spelled.code == 0);
+  REQUIRE(framework.code == 0);
+  const json a = json::parse(spelled.out);
+  const json b = json::parse(framework.out);
+  CHECK(a.at("total_bytes") == b.at("total_bytes"));
+  CHECK(a.at("peak") == b.at("peak"));
+  CHECK(b.at("setup").at("fsdp_version") == 1);
+  CHECK(b.at("setup").at("fsdp_frozen_grads") == true);
+  CHECK(b.at("setup").at("checkpointing") == "full");
+}
+
+TEST_CASE("cli: --framework litgpt refuses QLoRA on several devices",
+          "[cli][litgpt]") {
+  const auto r = run_cli({"llama3-8b", "--gpus", "2xA10G", "--framework",
+                          "litgpt", "--mode", "qlora"});
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "oomplan: error: --framework litgpt quantizes on one device only "
+        "(finetune_lora raises NotImplementedError for --quantize on 2 "
+        "devices); use --gpus 1xNAME or --mode lora\n");
+}

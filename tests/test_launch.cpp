@@ -546,9 +546,10 @@ TEST_CASE("launch: a plans file gives one plan per entry", "[launch]") {
 TEST_CASE("launch: framework defaults carry their reason and source",
           "[launch]") {
   const auto names = oomplan::framework_names();
-  CHECK(names == std::vector<std::string_view>{
-                     "vllm", "deepspeed", "hf-trainer", "trl", "accelerate",
-                     "axolotl", "torchtune", "llama-factory", "torchtitan"});
+  CHECK(names ==
+        std::vector<std::string_view>{"vllm", "deepspeed", "hf-trainer", "trl",
+                                      "accelerate", "axolotl", "torchtune",
+                                      "llama-factory", "torchtitan", "litgpt"});
   for (const auto name : names) {
     INFO(name);
     const auto defaults = oomplan::framework_defaults(name);
@@ -570,7 +571,26 @@ TEST_CASE("launch: framework defaults carry their reason and source",
   CHECK(error_of([] { oomplan::framework_defaults("megatron"); }) ==
         "--framework \"megatron\" is not a framework oomplan knows; use vllm, "
         "deepspeed, hf-trainer, trl, accelerate, axolotl, torchtune, "
-        "llama-factory, torchtitan");
+        "llama-factory, torchtitan, litgpt");
+  // LitGPT: finetune_lora trains bf16-mixed by default, but --quantize
+  // refuses mixed precision and builds bnb's PagedAdamW; finetune_full
+  // calls lm_head once.
+  const auto has = [](const std::vector<LaunchOption>& d, std::string_view flag,
+                      std::string_view value) {
+    return std::any_of(d.begin(), d.end(), [&](const LaunchOption& o) {
+      return o.flag == flag && o.value == value;
+    });
+  };
+  const auto lora = oomplan::framework_defaults("litgpt");
+  CHECK(has(lora, "--precision", "amp"));
+  CHECK(has(lora, "--lm-head-chunk", "128"));
+  const auto qlora = oomplan::framework_defaults("litgpt", "qlora");
+  CHECK(has(qlora, "--precision", "pure"));
+  CHECK(has(qlora, "--optimizer", "paged-adamw"));
+  CHECK_FALSE(has(qlora, "--precision", "amp"));
+  const auto full = oomplan::framework_defaults("litgpt", "full");
+  CHECK(has(full, "--lm-head-chunk", "0"));
+  CHECK_FALSE(has(full, "--lm-head-chunk", "128"));
 }
 
 TEST_CASE("launch: hostile files get one error line", "[launch]") {

@@ -1530,3 +1530,99 @@ TEST_CASE("training: --nf4-backend follows the precision unless stated",
   CHECK(bad.err ==
         "oomplan: error: --nf4-backend: gptq not in {bnb,torchao}\n");
 }
+
+TEST_CASE(
+    "training: LitGPT >= 0.5.0 QLoRA keeps its StableEmbedding's "
+    "gradient",
+    "[training][litgpt]") {
+  // litgpt/finetune/lora.py (#1770, ae798aba, first in 0.5.0) swaps
+  // transformer.wte for a bitsandbytes StableEmbedding after
+  // instantiate_bnb_optimizer: its weight requires grad but no optimizer
+  // holds it, so every backward leaves a vocab x hidden bf16 gradient that
+  // zero_grad never frees. Llama-3-8B: 128,256 x 4,096 x 2 B =
+  // 1,050,673,152 B, at every moment of the step.
+  const Gpu& a10g = find_gpu(test::catalog(), "A10G");
+  Setup s{.mode = Mode::qlora, .seq = 512, .precision = Precision::pure};
+  s.framework = Framework::litgpt;
+  s.litgpt_release = Release{0, 4, 13};
+  const Budget before = test::budget(llama3_8b(), a10g, s);
+  CHECK_FALSE(resolve(llama3_8b(), a10g, s).stable_embedding);
+  s.litgpt_release = Release{0, 5, 0};
+  CHECK(resolve(llama3_8b(), a10g, s).stable_embedding);
+  const Budget after = test::budget(llama3_8b(), a10g, s);
+  CHECK(after.bytes_of("gradients") - before.bytes_of("gradients") ==
+        1'050'673'152);
+  CHECK(after.peak.phase == before.peak.phase);
+  // LoRA without quantization keeps the plain embedding (frozen), and so
+  // does any other framework.
+  s.mode = Mode::lora;
+  CHECK_FALSE(resolve(llama3_8b(), a10g, s).stable_embedding);
+  s.mode = Mode::qlora;
+  s.framework = Framework::hf_trainer;
+  CHECK_FALSE(resolve(llama3_8b(), a10g, s).stable_embedding);
+}
+
+TEST_CASE(
+    "training: LitGPT's chunked lm_head under autocast saves a head "
+    "copy per call",
+    "[training][litgpt]") {
+  // finetune_lora calls lm_head on 128-token slices (lm_head_chunk_size=
+  // 128). Under bf16-mixed (amp) the frozen fp32 head is cast afresh at each
+  // call (autocast caches only leaves that require grad) and each matmul
+  // saves its copy. Llama-2-7B at 1,024 tokens: 8 calls, 7 more copies than
+  // one call: 7 x 32,000 x 4,096 x 2 B = 1,835,008,000 B.
+  const Gpu& a100 = find_gpu(test::catalog(), "A100-80");
+  Setup s{.mode = Mode::lora,
+          .seq = 1024,
+          .precision = Precision::amp,
+          .loss = Loss::chunked};
+  const Bytes one_call = test::budget(llama2_7b(), a100, s).bytes_of("buffers");
+  s.lm_head_chunk = 128;
+  CHECK(test::budget(llama2_7b(), a100, s).bytes_of("buffers") - one_call ==
+        1'835'008'000);
+  // A partial last slice is a call too: 1,025 tokens make 9.
+  s.seq = 1025;
+  const Bytes nine = test::budget(llama2_7b(), a100, s).bytes_of("buffers");
+  s.lm_head_chunk = 0;
+  CHECK(nine - test::budget(llama2_7b(), a100, s).bytes_of("buffers") ==
+        8 * 262'144'000LL);
+  // Pure bf16 casts nothing; a trained head (full) is cast once and cached.
+  s.lm_head_chunk = 128;
+  s.precision = Precision::pure;
+  CHECK(test::budget(llama2_7b(), a100, s).bytes_of("buffers") == 0);
+}
+
+TEST_CASE("training: LitGPT's layouts on several devices, by release",
+          "[training][litgpt]") {
+  // finetune_full: FSDPStrategy(auto_wrap_policy={Block},
+  // activation_checkpointing_policy={Block}) (FSDP1); finetune_lora: the
+  // same before 0.5.11 (adapters flattened with their Block before 0.5.8,
+  // #1538), FSDP2 fully_shard with checkpoint_wrapper per Block from 0.5.11
+  // (#2086). One device: no FSDP, no checkpointing.
+  const Gpu& a100 = find_gpu(test::catalog(), "A100-40");
+  Setup s{.mode = Mode::lora, .seq = 1024, .fsdp = true};
+  s.framework = Framework::litgpt;
+  Resolved r = resolve(llama2_7b(), a100, s);
+  CHECK(r.checkpointing == Checkpointing::none);
+  s.gpus = 4;
+  r = resolve(llama2_7b(), a100, s);
+  CHECK(r.checkpointing == Checkpointing::full);
+  CHECK(r.fsdp_version == 2);
+  CHECK_FALSE(r.fsdp_frozen_grads);
+  s.litgpt_release = Release{0, 5, 10};
+  r = resolve(llama2_7b(), a100, s);
+  CHECK(r.fsdp_version == 1);
+  CHECK_FALSE(r.fsdp_frozen_grads);
+  s.litgpt_release = Release{0, 5, 7};
+  CHECK(resolve(llama2_7b(), a100, s).fsdp_frozen_grads);
+  s.mode = Mode::full;
+  s.litgpt_release.reset();
+  r = resolve(llama2_7b(), a100, s);
+  CHECK(r.fsdp_version == 1);
+  CHECK_FALSE(r.fsdp_frozen_grads);
+  // Other frameworks keep the options as given.
+  s.framework = Framework::torchtune;
+  r = resolve(llama2_7b(), a100, s);
+  CHECK(r.checkpointing == Checkpointing::none);
+  CHECK(r.fsdp_version == 2);
+}

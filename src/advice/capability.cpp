@@ -21,6 +21,7 @@ constexpr Capability k_hf_trainer{
     .fsdp = true,               // training_args.py fsdp
     .optimizer_offload = true,  // DeepSpeed zero_optimization.offload_optimizer
     .param_offload = true,      // DeepSpeed offload_param / FSDP cpu_offload
+    .full_checkpoint = true,    // training_args.py gradient_checkpointing
     .chunked_loss = true,       // training_args.py use_liger_kernel
     .optimizer_8bit = true,     // trainer_utils.py OptimizerNames
     .pure_bf16 = true,          // the model's own dtype without --bf16
@@ -97,6 +98,7 @@ constexpr Capability k_torchtune{
     .optimizer_offload = true,   // memory_optimizations.rst CPUOffloadOptimizer
     .param_offload = true,       // full_finetune_distributed fsdp_cpu_offload
     .activation_offload = true,  // enable_activation_offloading
+    .full_checkpoint = true,     // enable_activation_checkpointing
     .chunked_loss = true,        // modules/loss CEWithChunkedOutputLoss
     .optimizer_8bit = true,      // bitsandbytes.optim.PagedAdamW8bit
     .optimizer_in_bwd = true,    // memory_optimizations.rst optimizer_in_bwd
@@ -113,6 +115,7 @@ constexpr Capability k_torchtune{
 constexpr Capability k_megatron{
     .framework = Framework::megatron,
     .optimizer_offload = true,     // arguments.py --optimizer-cpu-offload
+    .full_checkpoint = true,       // arguments.py --recompute-granularity full
     .selective_checkpoint = true,  // arguments.py --recompute-granularity
     .fp16 = true,                  // arguments.py --fp16
     .training_layouts = true,      // arguments.py --tensor-model-parallel-size
@@ -128,10 +131,28 @@ constexpr Capability k_torchtitan{
     .framework = Framework::torchtitan,
     .fsdp = true,                  // parallelize.py fully_shard
     .param_offload = true,         // job_config.py training.enable_cpu_offload
+    .full_checkpoint = true,       // activation_checkpoint.mode = "full"
     .selective_checkpoint = true,  // job_config.py activation_checkpoint.mode
     .optimizer_in_bwd = true,      // job_config.py early_step_in_backward
     .training_layouts = true,      // job_config.py tensor_parallel_degree
     .sequence_parallel = true,     // tensor parallel plans shard the sequence
+    .expandable_segments = true,
+};
+
+// LitGPT (litgpt/finetune/lora.py, full.py; litgpt/utils.py): --precision
+// bf16-true / 16-mixed, --quantize bnb.nf4 on one device, --optimizer with a
+// class_path (bitsandbytes.optim.AdamW8bit), more --devices under FSDP. No
+// activation checkpointing setting (none on one device, every Block on
+// several), no CPU offload (FSDPStrategy(cpu_offload=False)), no tensor
+// parallelism (tensor_parallel_size=1), no_backward_sync always on.
+constexpr Capability k_litgpt{
+    .framework = Framework::litgpt,
+    .fsdp = true,            // FSDPStrategy / ModelParallelStrategy
+    .chunked_loss = true,    // utils.py chunked_cross_entropy
+    .optimizer_8bit = true,  // --optimizer.class_path bitsandbytes.optim...
+    .pure_bf16 = true,       // --precision bf16-true
+    .fp16 = true,            // --precision 16-mixed
+    .qlora = true,           // --quantize bnb.nf4 / bnb.nf4-dq
     .expandable_segments = true,
 };
 
@@ -163,7 +184,7 @@ constexpr Capability k_generate{
 constexpr std::array k_rows = {
     k_vllm,           deepspeed_row(), k_hf_trainer, trl_row(),
     accelerate_row(), axolotl_row(),   k_torchtune,  llama_factory_row(),
-    k_megatron,       k_torchtitan,    k_generate,
+    k_megatron,       k_torchtitan,    k_generate,   k_litgpt,
 };
 
 }  // namespace

@@ -246,14 +246,20 @@ Steps optimizer_in_backward(const Start& k) {
            [](Setup& s) { s.optimizer_in_bwd = true; }}};
 }
 
+// From mixed precision (fp32 master weights) or amp (fp32 parameters under
+// torch.autocast: LitGPT's default bf16-mixed, the HF Trainer's --bf16 on an
+// fp32 model) to the weights in the 16-bit dtype.
 Steps pure_16bit(const Start& k) {
-  if (k.r.precision != Precision::mixed || k.r.dtype == Dtype::fp32) {
+  if (k.r.dtype == Dtype::fp32 ||
+      (k.r.precision != Precision::mixed && k.r.precision != Precision::amp)) {
     return {};
   }
+  const std::string_view what = k.r.precision == Precision::amp
+                                    ? "no fp32 weights under autocast"
+                                    : "no fp32 master weights";
   return {{"pure-bf16",
-           fmt::format("pure {} training (no fp32 master weights: small "
-                       "updates round away)",
-                       dtype_name(k.r.dtype)),
+           fmt::format("pure {} training ({}: small updates round away)",
+                       dtype_name(k.r.dtype), what),
            [](Setup& s) { s.precision = Precision::pure; }}};
 }
 
@@ -528,7 +534,7 @@ constexpr std::array k_knobs = {
 //        what it changes               jobs                scope                role              frugal           risk            needs                      moves
   KnobRow{"layout",                     Jobs::all,          KnobScope::plain,    KnobRole::layout, Frugal::first,   Risk::none,     nullptr,                   layouts},
   KnobRow{"ZeRO stage",                 Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     &C::zero,                  zero_stages},
-  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     nullptr,                   checkpointing},
+  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     &C::full_checkpoint,       checkpointing},
   KnobRow{"loss",                       Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::chunked_loss,          chunked_loss},
   KnobRow{"micro-batch",                Jobs::training,     KnobScope::plain,    KnobRole::other,  Frugal::last,    Risk::none,     nullptr,                   micro_batches},
   KnobRow{"optimizer states",           Jobs::training,     KnobScope::quantize, KnobRole::other,  Frugal::first,   Risk::low,      &C::optimizer_8bit,        optimizer_8bit},

@@ -103,6 +103,22 @@ constexpr std::array k_torchtitan_defaults = {
     Default{"--attn", "flash", "F.scaled_dot_product_attention on its flash backend (torchtitan/models/common/attention.py)"},
     Default{"--optimizer", "adamw", "OptimizersContainer builds torch.optim.AdamW (components/optimizer/optimizer.py)"},
 };
+constexpr std::array k_litgpt_defaults = {
+    Default{"--mode", "lora", "`litgpt finetune` runs finetune_lora (litgpt/__main__.py)"},
+    Default{"--dtype", "bf16", "get_default_supported_precision: bf16 where the card supports it (litgpt/utils.py)"},
+    Default{"--precision", "amp", "precision defaults to bf16-mixed for training (litgpt/utils.py get_default_supported_precision): Lightning's torch.autocast over fp32 weights"},
+    Default{"--batch", "1", "TrainArgs(micro_batch_size=1) (litgpt/finetune/lora.py setup)"},
+    Default{"--lora-rank", "8", "lora_r = 8 (litgpt/finetune/lora.py setup)"},
+    Default{"--lora-targets", "qv", "lora_query and lora_value only (litgpt/finetune/lora.py setup)"},
+    Default{"--lora-dropout", "0.05", "lora_dropout = 0.05 (litgpt/finetune/lora.py setup)"},
+    Default{"--untied-head", "", "LitGPT's GPT has an lm_head of its own; convert_hf_checkpoint copies a tied embedding into it"},
+    Default{"--loss", "chunked", "chunked_cross_entropy over 128-token slices (litgpt/utils.py)"},
+    Default{"--lm-head-chunk", "128", "fit calls model(input_ids, lm_head_chunk_size=128) (litgpt/finetune/lora.py)"},
+    Default{"--attn", "sdpa", "CausalSelfAttention calls F.scaled_dot_product_attention (litgpt/model.py)"},
+    Default{"--optimizer", "adamw", "optimizer = \"AdamW\": torch.optim.AdamW (litgpt/utils.py instantiate_torch_optimizer)"},
+    Default{"--fsdp-no-sync", "", "fabric.no_backward_sync on every micro-batch but the last (litgpt/finetune/lora.py fit), so each GPU accumulates unsharded gradients; it only matters with --fsdp and gradient accumulation"},
+    Default{"--nf4-backend", "bnb", "--quantize bnb.nf4 makes Lightning's BitsandbytesPrecision replace every nn.Linear with bitsandbytes Linear4bit"},
+};
 constexpr std::array k_llama_factory_defaults = {
     Default{"--mode", "lora", "finetuning_type = lora (hparams/finetuning_args.py)"},
     Default{"--lora-rank", "8", "lora_rank = 8 (hparams/finetuning_args.py)"},
@@ -139,7 +155,8 @@ std::vector<FrameworkRow> frameworks() {
           row("axolotl", k_axolotl_defaults),
           row("torchtune", k_torchtune_defaults),
           row("llama-factory", k_llama_factory_defaults),
-          row("torchtitan", k_torchtitan_defaults)};
+          row("torchtitan", k_torchtitan_defaults),
+          row("litgpt", k_litgpt_defaults)};
 }
 
 std::string_view trim(std::string_view s) {
@@ -476,6 +493,37 @@ std::vector<std::string_view> framework_names() {
   return out;
 }
 
+namespace {
+
+// LitGPT's per-script rules: finetune_full calls model(input_ids) whole;
+// finetune_lora with --quantize refuses mixed precision ("Quantization and
+// mixed precision is not supported") and instantiate_bnb_optimizer builds
+// bnb.optim.PagedAdamW.
+void litgpt_mode_defaults(std::string_view mode,
+                          std::vector<LaunchOption>& out) {
+  const auto drop = [&](std::string_view flag) {
+    std::erase_if(out, [&](const LaunchOption& o) { return o.flag == flag; });
+  };
+  if (mode == "full") {
+    drop("--lm-head-chunk");
+    out.push_back({"--lm-head-chunk", "0",
+                   "finetune_full calls model(input_ids) on the whole "
+                   "sequence (litgpt/finetune/full.py fit)"});
+  }
+  if (mode == "qlora") {
+    drop("--precision");
+    drop("--optimizer");
+    out.push_back({"--precision", "pure",
+                   "--quantize refuses bf16-mixed: QLoRA runs --precision "
+                   "bf16-true (litgpt/finetune/lora.py setup)"});
+    out.push_back({"--optimizer", "paged-adamw",
+                   "instantiate_bnb_optimizer builds bnb.optim.PagedAdamW "
+                   "(litgpt/utils.py)"});
+  }
+}
+
+}  // namespace
+
 std::vector<LaunchOption> framework_defaults(std::string_view framework,
                                              std::string_view mode) {
   if (framework == "plans") {
@@ -492,6 +540,9 @@ std::vector<LaunchOption> framework_defaults(std::string_view framework,
       if (mode.empty() && d->flag == "--mode") {
         mode = d->value;
       }
+    }
+    if (framework == "litgpt") {
+      litgpt_mode_defaults(mode, out);
     }
     if ((mode == "lora" || mode == "qlora") && framework == "axolotl") {
       // PEFT upcasts the adapter weights to fp32 (peft tuners_utils.py

@@ -1067,6 +1067,7 @@ LaunchWriting write_launch(Framework framework, const Resolved& setup,
       write_llama_factory(setup, model, out);
       break;
     case Framework::torchtitan:
+    case Framework::litgpt:
       out.cannot(fmt::format("{} launch files: no writer yet",
                              framework_name(framework)));
       break;

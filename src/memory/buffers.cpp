@@ -209,9 +209,20 @@ AutocastCopies autocast_weight_copies(const Model& model, const Resolved& setup,
     return {};
   }
   // Norm weights are not cast (RMSNorm's weight * x is no autocast op).
-  const double linear = at.layer_params - stage_norm_params(model, at) +
-                        (at.last ? (at.head > 0 ? at.head : at.embed) : 0.0);
-  return {.all = linear * at.d / at.t, .layer = at.largest_layer * at.d / at.t};
+  // LitGPT runs lm_head once per --lm-head-chunk slice of the sequence
+  // (model(input_ids, lm_head_chunk_size=128)): a frozen head is cast afresh
+  // at every call and each call's matmul saves its own copy.
+  const bool frozen_head = setup.mode != Mode::full;
+  const double head_calls =
+      frozen_head && setup.lm_head_chunk > 0
+          ? std::ceil(as_double(setup.seq) / as_double(setup.lm_head_chunk))
+          : 1.0;
+  const double head =
+      at.last ? (at.head > 0 ? at.head : at.embed) * head_calls : 0.0;
+  const double linear = at.layer_params - stage_norm_params(model, at) + head;
+  return {.all = linear * at.d / at.t,
+          .layer = at.largest_layer * at.d / at.t,
+          .head = head * at.d / at.t};
 }
 
 std::string_view buffers_formula(const Resolved& setup) {

@@ -435,6 +435,9 @@ double gradient_params(const Resolved& setup, const TrainLayout& at,
 // no_sync, else `sharded` (stage_gradients' GPU bytes).
 double accumulated_gradient_bytes(const Resolved& setup, double params,
                                   double element_bytes, double sharded);
+// LitGPT's StableEmbedding gradient (QLoRA from 0.5.0), on the first stage.
+double stable_embedding_grad_bytes(const Resolved& setup,
+                                   const TrainLayout& at);
 // Gradients alive before backward starts (accumulation, flat buffers).
 double kept_gradient_bytes(const Resolved& setup, double gradients);
 double largest_trainable_param(const Model& model, const Resolved& setup,
@@ -637,6 +640,7 @@ double kbit_head_cast_bytes(const Resolved& setup, const TrainLayout& at);
 struct AutocastCopies {
   double all = 0;    // every linear weight's 16-bit copy on the stage
   double layer = 0;  // one layer's
+  double head = 0;   // lm_head's (in `all`): outside any checkpointed layer
 };
 AutocastCopies autocast_weight_copies(const Model& model, const Resolved& setup,
                                       const TrainLayout& at);

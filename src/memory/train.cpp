@@ -69,13 +69,15 @@ constexpr std::array<MomentInfo, k_max_moments> k_moments = {{
 
 // The terms one stage's timeline is made of, in bytes on one GPU.
 struct StageTerms {
-  double weights = 0;     // resident on the GPU
-  double reference = 0;   // DPO/KTO's frozen reference model on the GPU
-  double optimizer = 0;   // states allocated by PyTorch (not paged)
-  double grad_kept = 0;   // gradients alive before backward starts
-  double grad_step = 0;   // gradients alive at the end of backward
-  double head_grad = 0;   // the output projection's gradient
-  double ddp_copy = 0;    // DDP's bucket copies of the gradients
+  double weights = 0;    // resident on the GPU
+  double reference = 0;  // DPO/KTO's frozen reference model on the GPU
+  double optimizer = 0;  // states allocated by PyTorch (not paged)
+  double grad_kept = 0;  // gradients alive before backward starts
+  double grad_step = 0;  // gradients alive at the end of backward
+  double head_grad = 0;  // the output projection's gradient
+  // Gradient memory alive through the whole step: DDP's bucket copies, a
+  // gradient no optimizer frees (LitGPT's StableEmbedding).
+  double lasting_grads = 0;
   double opt_temp = 0;    // 8-bit AdamW's dequantized states of one param
   double fp32_grads = 0;  // DeepSpeed's fp32 gradient partition at the step
   StageActivations acts;
@@ -109,7 +111,8 @@ StageTerms stage_terms(const Model& model, const Resolved& setup,
       setup, accumulated_gradient_bytes(setup, g_params, g_elem, grads.gpu));
   x.grad_step = step_gradient_bytes(setup, grads.gpu, largest, g_elem);
   x.head_grad = output_projection_gradient_bytes(setup, at, grads.gpu, g_elem);
-  x.ddp_copy = ddp_bucket_copy_bytes(setup, at.dp, grads.gpu);
+  x.lasting_grads = ddp_bucket_copy_bytes(setup, at.dp, grads.gpu) +
+                    stable_embedding_grad_bytes(setup, at);
   x.opt_temp = adamw_8bit_dequant_bytes(setup, largest);
   x.fp32_grads = deepspeed_fp32_grad_bytes(setup, w.trainable, at.dp);
   x.acts = stage_activations(model, setup, at);
@@ -143,12 +146,13 @@ Parts forward_end(const Resolved& setup, const StageTerms& x) {
   p.weights = x.weights;
   p.reference = x.reference;
   p.optimizer = x.optimizer;
-  p.gradients = x.grad_kept + x.ddp_copy;
+  p.gradients = x.grad_kept + x.lasting_grads;
   p.activations = x.acts.stored + x.kv_cache;
   p.logits = x.logits.fwd + x.ref_logits;
   p.buffers = x.buffers + x.dequant;
   p.buffers += x.head_cast;
-  p.buffers += (!checkpoints_layers(setup) || full) ? x.cast.all : 0.0;
+  // Checkpointed layers recompute their copies; the head's stay saved.
+  p.buffers += (!checkpoints_layers(setup) || full) ? x.cast.all : x.cast.head;
   return p;
 }
 
@@ -160,7 +164,7 @@ Parts inside_layer(const Resolved& setup, const StageTerms& x,
   Parts p = fwd;
   p.buffers -= x.head_cast;
   if (checkpoints_layers(setup) && setup.mode != Mode::full) {
-    p.buffers += x.cast.layer;
+    p.buffers += x.cast.layer - x.cast.head;
   }
   p.logits = 0;
   p.activations =
@@ -185,7 +189,8 @@ Parts loss_gradients(const Resolved& setup, const StageTerms& x,
     p.buffers -= x.cast.all;  // the autocast cache is cleared
   }
   const bool chunked = setup.loss == Loss::chunked;
-  p.gradients = std::max(x.grad_kept, chunked ? x.head_grad : 0.0) + x.ddp_copy;
+  p.gradients =
+      std::max(x.grad_kept, chunked ? x.head_grad : 0.0) + x.lasting_grads;
   return p;
 }
 
@@ -199,15 +204,16 @@ Parts top_layer(const Resolved& setup, const TrainLayout& at,
                 const StageTerms& x, const Parts& fwd) {
   const bool full = setup.mode == Mode::full;
   Parts p = fwd;
-  p.buffers -= x.head_cast;
+  // The head's backward is done: its copies are freed.
+  p.buffers -= x.head_cast + (full ? 0.0 : x.cast.head);
   if (checkpoints_layers(setup)) {
     p.buffers += x.cast.layer - (full ? x.cast.all : 0.0);
   }
   p.logits = 0;
   const bool tied = at.head == 0 && at.pp == 1;
   p.gradients = (setup.optimizer_in_bwd && !tied)
-                    ? std::max(x.grad_kept, x.grad_step) + x.ddp_copy
-                    : std::max(x.grad_kept, x.head_grad) + x.ddp_copy;
+                    ? std::max(x.grad_kept, x.grad_step) + x.lasting_grads
+                    : std::max(x.grad_kept, x.head_grad) + x.lasting_grads;
   p.activations = x.acts.stored + x.acts.recompute + x.acts.backward_layer;
   return p;
 }
@@ -219,10 +225,11 @@ Parts bottom_layer(const Resolved& setup, const StageTerms& x,
   const bool full = setup.mode == Mode::full;
   Parts p = fwd;
   p.buffers -=
-      x.head_cast + ((!checkpoints_layers(setup) || full) ? x.cast.all : 0.0);
+      x.head_cast +
+      ((!checkpoints_layers(setup) || full) ? x.cast.all : x.cast.head);
   p.buffers += x.cast.layer;
   p.logits = 0;
-  p.gradients = x.grad_step + x.ddp_copy;
+  p.gradients = x.grad_step + x.lasting_grads;
   p.activations = x.acts.largest_layer + x.acts.backward_layer;
   if (setup.optimizer_in_bwd) {
     p.optimizer += x.opt_temp;
@@ -238,7 +245,7 @@ Parts update(const Resolved& setup, const StageTerms& x, const Parts& fwd) {
   p.activations = 0;
   p.logits = 0;
   p.buffers = 0;
-  p.gradients = x.grad_step + x.ddp_copy;
+  p.gradients = x.grad_step + x.lasting_grads;
   p.gradients += x.fp32_grads;
   return p;
 }

@@ -23,7 +23,8 @@ double targeted(unsigned targets, unsigned mask) {
 // parameters reach the layers in fp32: FSDP and ZeRO-3 gather them in the
 // 16-bit param_dtype (FSDP MixedPrecision), so the stream stays 16-bit.
 bool amp_compute(const Resolved& setup) {
-  return setup.precision == Precision::amp && setup.zero < 3 &&
+  return setup.precision == Precision::amp &&
+         (setup.zero < 3 || setup.fsdp_autocast) &&
          dtype_bytes(setup.dtype) < 4;
 }
 

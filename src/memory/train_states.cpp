@@ -314,6 +314,17 @@ double accumulated_gradient_bytes(const Resolved& setup, double params,
   return setup.fsdp_no_sync ? params * element_bytes : sharded;
 }
 
+double stable_embedding_grad_bytes(const Resolved& setup,
+                                   const TrainLayout& at) {
+  // LitGPT >= 0.5.0 QLoRA (litgpt/finetune/lora.py main, #1770): after
+  // instantiate_bnb_optimizer it swaps transformer.wte for a bitsandbytes
+  // StableEmbedding, whose new weight requires grad but is in no optimizer:
+  // every backward writes its vocab x hidden gradient in the weight's dtype
+  // and optimizer.zero_grad() never frees it, so from the second step on it
+  // is alive throughout.
+  return setup.stable_embedding && at.first ? at.embed * at.d / at.t : 0.0;
+}
+
 double kept_gradient_bytes(const Resolved& setup, double gradients) {
   // Gradients that exist before backward starts: earlier micro-batches'
   // under accumulation, and the flat gradient buffers that mixed-precision

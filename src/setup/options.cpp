@@ -699,6 +699,61 @@ const std::array k_rows = {
     },
     [](const OptionContext& c) { return SetupValue{release_text(c.resolved.torchtitan_release)}; }},
   OptionRow{
+    "--litgpt-version", "litgpt_version", OptionGroup::workload, "X.Y.Z",
+    "LitGPT release (--framework litgpt): from 0.5.0 QLoRA trains a StableEmbedding outside the "
+    "optimizer; on several GPUs LoRA shards Blocks with FSDP1 before 0.5.11 (adapters flattened "
+    "with their Block before 0.5.8), FSDP2 from 0.5.11",
+    "0.5.13", nullptr,
+    [](Setup& s, std::string_view t) {
+      const auto release = release_from_text(t);
+      if (!release) {
+        throw Error(fmt::format(
+            "--litgpt-version '{}' is not a version; use X.Y.Z such as 0.4.13 or 0.5.13", t));
+      }
+      s.litgpt_release = *release;
+    },
+    [](const OptionContext& c) {
+      // LitGPT's layouts follow its scripts, not options (resolve.cpp
+      // resolve_litgpt): a re-run names the framework.
+      if (c.setup.framework != Framework::litgpt) {
+        return Words{};
+      }
+      Words out = words("--framework", "litgpt");
+      if (c.setup.litgpt_release && *c.setup.litgpt_release != k_litgpt_default) {
+        const Words version = words("--litgpt-version", release_text(*c.setup.litgpt_release));
+        out.insert(out.end(), version.begin(), version.end());
+      }
+      return out;
+    },
+    [](const OptionContext& c) {
+      const Resolved& s = c.resolved;
+      return c.setup.framework == Framework::litgpt && s.training() &&
+                     s.litgpt_release != k_litgpt_default
+                 ? fmt::format("litgpt {}", release_text(s.litgpt_release))
+                 : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{release_text(c.resolved.litgpt_release)}; }},
+  OptionRow{
+    "--lm-head-chunk", "lm_head_chunk", OptionGroup::training, "INT",
+    "training: tokens of the sequence per lm_head call (LitGPT finetune_lora "
+    "lm_head_chunk_size=128); under amp each call saves its own 16-bit copy of a frozen head; "
+    "0: one call",
+    "0", nullptr,
+    [](Setup& s, std::string_view t) {
+      s.lm_head_chunk = parse_whole("--lm-head-chunk", t, 0, k_max_seq, "tokens");
+    },
+    [](const OptionContext& c) {
+      return c.setup.lm_head_chunk > 0 && c.setup.training()
+                 ? words_of("--lm-head-chunk", c.setup.lm_head_chunk)
+                 : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.lm_head_chunk > 0
+                 ? fmt::format("lm_head per {} tokens", c.resolved.lm_head_chunk)
+                 : std::string();
+    },
+    [](const OptionContext& c) { return SetupValue{c.resolved.lm_head_chunk}; }},
+  OptionRow{
     "--awq-fused-len", "awq_fused_len", OptionGroup::workload, "INT",
     "AutoAWQ fused layers (engine hf, AWQ weights): tokens of the fp16 K/V cache each layer "
     "allocates at load, batch x INT (from_quantized(fuse_layers=True, max_seq_len=INT), whose "

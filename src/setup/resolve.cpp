@@ -91,6 +91,48 @@ void resolve_training(const Setup& s, Resolved& r) {
       s.precision == Precision::pure ? Nf4Backend::torchao : Nf4Backend::bnb);
 }
 
+// LitGPT's layouts by release where its scripts leave no choice
+// (litgpt/finetune/lora.py and full.py at each release).
+void resolve_litgpt(const Setup& s, Resolved& r) {
+  r.litgpt_release = s.litgpt_release.value_or(k_litgpt_default);
+  r.lm_head_chunk = r.training() ? s.lm_head_chunk : 0;
+  if (s.framework != Framework::litgpt || !r.training()) {
+    return;
+  }
+  r.stable_embedding =
+      r.mode == Mode::qlora && r.litgpt_release >= k_litgpt_stable_embedding;
+  if (r.total_gpus() <= 1) {
+    return;
+  }
+  // Several devices are always FSDP FULL_SHARD (FSDPStrategy before 0.5.11,
+  // ModelParallelStrategy's fully_shard after), with no_backward_sync on
+  // every micro-batch but the last; one device runs no strategy at all.
+  r.fsdp = true;
+  r.zero = 3;
+  r.fsdp_no_sync = s.fsdp_no_sync && r.grad_accum > 1 && !r.optimizer_in_bwd;
+  // On several devices every Block is checkpointed: finetune_full's and the
+  // FSDP1 finetune_lora's FSDPStrategy(activation_checkpointing_policy=
+  // {Block}), FSDP2 finetune_lora's parallelize_fn(activation_checkpointing=
+  // True); neither script has a setting for it.
+  if (r.checkpointing == Checkpointing::none) {
+    r.checkpointing = Checkpointing::full;
+  }
+  if (!s.fsdp_version) {
+    r.fsdp_version =
+        r.mode == Mode::full || r.litgpt_release < k_litgpt_fsdp2_lora ? 1 : 2;
+  }
+  // Lightning's FSDPStrategy gathers bf16-mixed parameters in bf16
+  // (FSDPPrecision: MixedPrecision(param_dtype=bfloat16)); its
+  // ModelParallelStrategy keeps plain torch.autocast and LitGPT's
+  // parallelize_fn calls fully_shard without a mixed-precision policy.
+  r.fsdp_autocast = r.fsdp_version == 2 && r.precision == Precision::amp;
+  // Before 0.5.8, FSDPStrategy(auto_wrap_policy={Block}) flattened the
+  // adapters with their frozen Block (Lightning's use_orig_params=True).
+  r.fsdp_frozen_grads =
+      r.mode == Mode::lora && r.fsdp && r.fsdp_version == 1 &&
+      (s.fsdp_frozen_grads || r.litgpt_release < k_litgpt_linear_wrap);
+}
+
 }  // namespace
 
 Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
@@ -125,6 +167,7 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   resolve_margins(s, gpu, r);
   std::tie(r.tp, r.pp) = tp_pp(s);
   r.zero = s.zero.value_or(s.fsdp ? 3 : 0);
+  resolve_litgpt(s, r);
   // --quant auto: the checkpoint's own format; QLoRA's base is NF4.
   r.quant = s.quant;
   if (r.quant == Quant::automatic) {

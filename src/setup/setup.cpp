@@ -45,7 +45,7 @@ constexpr std::array k_frameworks = {
     std::string_view{"accelerate"}, std::string_view{"axolotl"},
     std::string_view{"torchtune"},  std::string_view{"llama-factory"},
     std::string_view{"megatron"},   std::string_view{"torchtitan"},
-    std::string_view{"generate"}};
+    std::string_view{"generate"},   std::string_view{"litgpt"}};
 constexpr std::array k_eras = {std::string_view{"v0"},
                                std::string_view{"v1-early"},
                                std::string_view{"current"}};

@@ -78,6 +78,16 @@ std::optional<std::string> check_request(const Setup& s) {
   if (auto problem = check_fsdp(s)) {
     return problem;
   }
+  // litgpt/finetune/lora.py: "Quantization is currently not supported for
+  // multi-GPU training" (NotImplementedError when devices * num_nodes > 1).
+  if (s.framework == Framework::litgpt && s.mode == Mode::qlora &&
+      s.total_gpus() > 1) {
+    return fmt::format(
+        "--framework litgpt quantizes on one device only (finetune_lora "
+        "raises NotImplementedError for --quantize on {} devices); use --gpus "
+        "1xNAME or --mode lora",
+        s.total_gpus());
+  }
   if (s.split_layers && s.tp && *s.tp > 1) {
     return fmt::format(
         "--split layers puts whole layers on each GPU and contradicts --tp "

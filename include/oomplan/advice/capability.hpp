@@ -20,6 +20,7 @@ struct Capability {
   bool optimizer_offload = false;     // optimizer states alone in CPU RAM
   bool param_offload = false;         // weights (and grads, states) in CPU RAM
   bool activation_offload = false;    // checkpointed inputs in CPU RAM
+  bool full_checkpoint = false;       // whole decoder layers recomputed
   bool selective_checkpoint = false;  // attention-core recomputation
   bool chunked_loss = false;          // chunked cross-entropy (no full logits)
   bool optimizer_8bit = false;        // bitsandbytes 8-bit / paged AdamW

@@ -21,7 +21,8 @@ enum class Engine { hf, vllm };
 // are written (advice/capability.hpp has one row per framework). The first
 // eight are the --framework names and the launch readers of `check`;
 // megatron and torchtitan are stacks a fix may switch to; generate is
-// transformers' model.generate.
+// transformers' model.generate; litgpt is a --framework name without a
+// reader.
 enum class Framework {
   vllm,
   deepspeed,
@@ -33,7 +34,8 @@ enum class Framework {
   llama_factory,
   megatron,
   torchtitan,
-  generate
+  generate,
+  litgpt
 };
 enum class Offload { none, optimizer, params, all };
 // Activation checkpointing policies, ordered by what they keep (most first):
@@ -141,6 +143,20 @@ inline constexpr Release k_torchtitan_default{0, 2, 2};
 // loss runs eager.
 inline constexpr Release k_torchtitan_compiled_loss{0, 1, 0};
 
+// LitGPT by release (--litgpt-version). Planned without the option: the
+// latest release, 0.5.13 (26857050, 2026-06-29). From 0.5.0 (#1770,
+// ae798aba) finetune_lora swaps in bitsandbytes' StableEmbedding after the
+// optimizer is built when it quantizes; from 0.5.8 (#1538, 281510ab) its
+// FSDP1 wraps each nn.Linear instead of each Block; from 0.5.11 (#2086,
+// 5ac69b06) it shards LoRA with FSDP2 fully_shard.
+inline constexpr Release k_litgpt_default{0, 5, 13};
+inline constexpr Release k_litgpt_stable_embedding{0, 5, 0};
+inline constexpr Release k_litgpt_linear_wrap{0, 5, 8};
+inline constexpr Release k_litgpt_fsdp2_lora{0, 5, 11};
+// LitGPT's finetune_lora calls lm_head on 128-token slices of the sequence
+// (litgpt/finetune/lora.py fit: model(input_ids, lm_head_chunk_size=128)).
+inline constexpr std::int64_t k_litgpt_lm_head_chunk = 128;
+
 // The default --min-headroom margin, as a share of the card: a plan that fits
 // with less free gets the low-headroom warning, and a fix must keep at least
 // this much. The caching allocator's fragmentation varies by 2-5 % of the
@@ -216,6 +232,11 @@ struct Setup {
   std::optional<Release> transformers_release{};
   // --torchtitan-version (nullopt: k_torchtitan_default).
   std::optional<Release> torchtitan_release{};
+  // --litgpt-version (nullopt: k_litgpt_default).
+  std::optional<Release> litgpt_release{};
+  // --lm-head-chunk: tokens of the sequence per lm_head call (LitGPT
+  // lm_head_chunk_size); 0: one call over the whole sequence.
+  std::int64_t lm_head_chunk = 0;
   // AutoAWQ fused layers' cache length (tokens); 0: unfused (transformers'
   // AwqConfig default, do_fuse=False).
   std::int64_t awq_fused_len = 0;
@@ -301,6 +322,15 @@ struct Resolved {
   bool precompute_ref = false;
   Release transformers_release = k_transformers_default;  // engine hf
   Release torchtitan_release = k_torchtitan_default;
+  Release litgpt_release = k_litgpt_default;
+  std::int64_t lm_head_chunk = 0;  // tokens per lm_head call; 0: one call
+  // LitGPT >= 0.5.0 QLoRA: bitsandbytes' StableEmbedding, created after the
+  // optimizer, trains outside it: its gradient is never stepped or freed.
+  bool stable_embedding = false;
+  // FSDP2 fully_shard without a MixedPrecisionPolicy under torch.autocast
+  // (LitGPT >= 0.5.11 LoRA, bf16-mixed): fp32 parameters are gathered and
+  // autocast casts them at every call, as without FSDP.
+  bool fsdp_autocast = false;
   // torch.compile reaches the loss: --compile, except under torchtitan
   // before k_torchtitan_compiled_loss.
   bool compiled_loss = false;
