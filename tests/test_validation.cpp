@@ -91,10 +91,10 @@ Outcome evaluate(const json& check,
   std::string key;
   for (const auto& arg : check.at("args")) {
     auto text = arg.get<std::string>();
-    if (text.rfind("configs/", 0) == 0) {
-      text =
-          k_dir + "/" +
-          text;  // check.py runs with the set's folder as the working directory
+    // check.py runs with the set's folder as the working directory: a
+    // config path is relative to it (configs/..., ../hf/...).
+    if (text.rfind("configs/", 0) == 0 || text.rfind("../", 0) == 0) {
+      text = k_dir + "/" + text;
     }
     key += text + ' ';
     args.push_back(text);
