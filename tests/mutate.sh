@@ -93,6 +93,15 @@ src/memory/train_activations.cpp|  if (!setup.use_cache) {|  if (true) {|use_cac
 src/memory/memory.cpp|  if (setup.untied_head && model.tie_word_embeddings) {|  if (false) {|--untied-head loads a second head
 src/launch/hf_shared.cpp|    set_option(plan, "--fsdp-no-sync", *each ? "false" : "true",|    set_option(plan, "--fsdp-no-sync", *each ? "true" : "false",|sync_each_batch read as --fsdp-no-sync false
 src/setup/resolve.cpp|  r.fsdp_no_sync = s.fsdp_no_sync && s.fsdp && s.grad_accum > 1 &&|  r.fsdp_no_sync = s.fsdp_no_sync && s.fsdp &&|no_sync matters only with accumulation
+src/setup/resolve.cpp|      r.mode == Mode::qlora && r.litgpt_release >= k_litgpt_stable_embedding;|      r.mode == Mode::qlora && r.litgpt_release < k_litgpt_stable_embedding;|LitGPT's StableEmbedding from 0.5.0
+src/setup/resolve.cpp|    r.checkpointing = Checkpointing::full;|    r.checkpointing = Checkpointing::none;|LitGPT checkpoints every Block on several devices
+src/setup/resolve.cpp|  r.fsdp_autocast = r.fsdp_version == 2 && r.precision == Precision::amp;|  r.fsdp_autocast = r.fsdp_version == 1 && r.precision == Precision::amp;|LitGPT's FSDP2 keeps autocast casts, FSDP1 gathers bf16
+src/memory/buffers.cpp|  const bool frozen_head = setup.mode != Mode::full;|  const bool frozen_head = setup.mode == Mode::full;|a frozen head is cast at every lm_head call
+src/memory/train.cpp|    p.buffers += x.cast.layer - x.cast.head;|    p.buffers += x.cast.layer;|no head copies inside a checkpointed layer's forward
+src/memory/train_states.cpp|  return setup.stable_embedding && at.first ? at.embed * at.d / at.t : 0.0;|  return setup.stable_embedding && at.first ? at.embed * at.d / at.t / 2 : 0.0;|the StableEmbedding gradient is vocab x hidden in the weight's dtype
+src/setup/validate.cpp|      s.total_gpus() > 1) {|      s.total_gpus() > 2) {|LitGPT refuses QLoRA on more than one device
+src/advice/knobs.cpp|      (k.r.precision != Precision::mixed && k.r.precision != Precision::amp)) {|      (k.r.precision != Precision::mixed && k.r.precision != Precision::mixed)) {|amp -> pure bf16 is a fix
+src/advice/knobs.cpp|  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     &C::full_checkpoint,       checkpointing},|  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     nullptr,                  checkpointing},|LitGPT has no checkpointing knob on one device
 EOF
 )
 

@@ -905,3 +905,39 @@ TEST_CASE(
   }
   CHECK(sync_key);
 }
+
+TEST_CASE(
+    "advice: LitGPT's default bf16-mixed LoRA is fixed first with "
+    "bf16-true, never with checkpointing it cannot set",
+    "[advice][litgpt]") {
+  // Llama-3.1-8B LoRA at 2,048 tokens on one A100-40 under LitGPT's
+  // defaults: fp32 weights (32 GB) and, under autocast, a bf16 copy of the
+  // frozen head per 128-token lm_head call (16 x 1.05 GB). An engineer
+  // passes --precision bf16-true first: 16-bit weights, no casts, same speed.
+  // finetune_lora has no checkpointing setting on one device.
+  Setup s{.mode = Mode::lora,
+          .seq = 2048,
+          .attn = Attn::sdpa,
+          .precision = Precision::amp,
+          .lora_rank = 8,
+          .lora_targets = k_lora_q | k_lora_v,
+          .lora_dropout = 0.05,
+          .untied_head = true,
+          .loss = Loss::chunked};
+  s.lm_head_chunk = 128;
+  s.framework = Framework::litgpt;
+  const Planned p = plan_case({"llama3.1-8b", "1xA100-40", s});
+  REQUIRE_FALSE(p.budget.fits());
+  REQUIRE_FALSE(p.fixes.empty());
+  const Fix& first = p.fixes.front();
+  CHECK(first.group == FixGroup::same_hardware);
+  CHECK(first.setup.precision == Precision::pure);
+  CHECK(first.setup.checkpointing == Checkpointing::none);
+  CHECK(first.risk == Risk::low);
+  for (const Fix& f : p.fixes) {
+    INFO(f.title);
+    CHECK((f.gpu != p.gpu || f.setup.total_gpus() > 1 ||
+           f.group == FixGroup::switch_framework ||
+           f.setup.checkpointing == Checkpointing::none));
+  }
+}

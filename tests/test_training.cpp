@@ -1626,3 +1626,51 @@ TEST_CASE("training: LitGPT's layouts on several devices, by release",
   CHECK(r.checkpointing == Checkpointing::none);
   CHECK(r.fsdp_version == 2);
 }
+
+TEST_CASE(
+    "training: under checkpointing a frozen head's autocast copies "
+    "live from the logits into backward",
+    "[training][litgpt]") {
+  // Checkpointed layers save nothing and recompute their casts; lm_head is
+  // outside them, so each call's 16-bit copy of a frozen fp32 head stays
+  // saved until the head's backward. Llama-2-7B LoRA under amp with full
+  // checkpointing at 1,024 tokens in 128-token calls: at the logits 7 copies
+  // more than one call (7 x 32,000 x 4,096 x 2 B = 1,835,008,000 B), inside a
+  // layer of forward none yet, at the bottom layer none any more.
+  const Gpu& a100 = find_gpu(test::catalog(), "A100-80");
+  Setup s{.mode = Mode::lora,
+          .seq = 1024,
+          .checkpointing = Checkpointing::full,
+          .precision = Precision::amp,
+          .loss = Loss::chunked};
+  const Budget one = test::budget(llama2_7b(), a100, s);
+  s.lm_head_chunk = 128;
+  const Budget calls = test::budget(llama2_7b(), a100, s);
+  CHECK(moment_allocated(calls, "logits") - moment_allocated(one, "logits") ==
+        1'835'008'000);
+  CHECK(moment_allocated(calls, "inside a layer") ==
+        moment_allocated(one, "inside a layer"));
+  CHECK(moment_allocated(calls, "bottom layer") ==
+        moment_allocated(one, "bottom layer"));
+}
+
+TEST_CASE(
+    "training: LitGPT's FSDP2 keeps autocast's casts, its FSDP1 gathers "
+    "bf16",
+    "[training][litgpt]") {
+  // bf16-mixed on several devices: Lightning's FSDPStrategy (FSDP1, LoRA
+  // before 0.5.11) takes FSDPPrecision, MixedPrecision(param_dtype=bfloat16);
+  // its ModelParallelStrategy (LoRA from 0.5.11) keeps plain torch.autocast
+  // and LitGPT's parallelize_fn passes fully_shard no mixed-precision policy
+  // (lightning/fabric/connector.py _check_and_init_precision).
+  const Gpu& a100 = find_gpu(test::catalog(), "A100-40");
+  Setup s{.mode = Mode::lora, .seq = 1024, .precision = Precision::amp};
+  s.gpus = 4;
+  s.framework = Framework::litgpt;
+  CHECK(resolve(llama2_7b(), a100, s).fsdp_autocast);
+  s.litgpt_release = Release{0, 5, 10};
+  CHECK_FALSE(resolve(llama2_7b(), a100, s).fsdp_autocast);
+  s.litgpt_release.reset();
+  s.precision = Precision::pure;
+  CHECK_FALSE(resolve(llama2_7b(), a100, s).fsdp_autocast);
+}
