@@ -1022,3 +1022,26 @@ TEST_CASE(
   CHECK(render_diagnosis_json(scanner.finish()) ==
         render_diagnosis_json(diagnose(message)));
 }
+
+TEST_CASE(
+    "diagnose: processes listed at 0 bytes are no listing, and no sum is "
+    "quoted for them",
+    "[diagnose]") {
+  // The fuzzer's find: NVML that cannot see processes lists each at 0 bytes
+  // (numbers_of leaves the listed sum unset), but the evidence of "C - F - P
+  // held by other processes" still quoted that unset sum: whatever the
+  // empty optional held (1 byte here, 131060.35 GiB in the fuzzer's ASan
+  // build, where the one-shot and chunked scans then differed).
+  const std::string message =
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+      "138.00 MiB. GPU 0 has a total capacity of 15.90 GiB of which 8.44 MiB "
+      "is free. Process 1246069 has 0 MiB memory in use. Including "
+      "non-PyTorch memory, this process has 5.32 GiB memory in use.";
+  const json d = diagnose_json(message);
+  CHECK(d["cause"] == "other_processes");
+  // 15.90 GiB - 8.44 MiB - 5.32 GiB = 10.57 GiB, 66 % of the card.
+  CHECK(d["evidence"] ==
+        json::array({"10.57 GiB of the 15.90 GiB card is neither free (8.44 "
+                     "MiB) nor this process's (5.32 GiB): 66 % held by other "
+                     "processes"}));
+}

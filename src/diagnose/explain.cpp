@@ -276,7 +276,8 @@ std::optional<Finding> others_beside_this_process(const OomMessage& m,
                             size(others), size(*n.c), size(*n.f), size(*n.p),
                             pct(others, *n.c)),
                 {}};
-  if (!m.processes.empty()) {
+  // Processes listed at 0 bytes each are no listing (numbers_of).
+  if (n.listed) {
     found.details.push_back(
         fmt::format("{} other processes listed, {} together",
                     m.processes.size(), size(*n.listed)));
