@@ -5,6 +5,8 @@
 #include "support.hpp"
 
 #include "oomplan/launch/launch.hpp"
+#include "oomplan/setup/options.hpp"
+#include "oomplan/setup/resolve.hpp"
 #include "oomplan/util/error.hpp"
 
 #include <catch2/catch.hpp>
@@ -1132,4 +1134,64 @@ TEST_CASE("launch: LoRA module names of every family read as their targets",
   // GPT-2's c_proj is both the attention output and the MLP's.
   CHECK(targets("c_attn, c_proj") == "q,k,v,o,down");
   CHECK(targets("out_proj, fc_in, fc_out") == "o,up,down");
+}
+
+TEST_CASE("launch: LitGPT's command line runs what the plan prices",
+          "[launch][litgpt]") {
+  using namespace oomplan;
+  const Catalog& cat = test::catalog();
+  const Model& model = find_model(cat, "llama3.1-8b");
+  const Gpu& gpu = find_gpu(cat, "A100-40");
+  const auto litgpt = [&](std::string_view mode) {
+    Setup s;
+    s.framework = Framework::litgpt;
+    for (const LaunchOption& o : framework_defaults("litgpt", mode)) {
+      apply_option(s, o.flag, o.value);
+    }
+    return s;
+  };
+  const auto line = [&](const Setup& s) {
+    const LaunchWriting w =
+        write_launch(Framework::litgpt, resolve(model, gpu, s), model);
+    return w.unwritten.empty() ? w.blocks.front().text
+                               : "unwritten: " + w.unwritten.front();
+  };
+  // LoRA in bf16-true on two GPUs, micro-batch 2 accumulated 4 times: the
+  // global batch is 2 x 4 x 2 devices = 16; LitGPT's own r 8 on q and v.
+  Setup s = litgpt("lora");
+  s.gpus = 2;
+  s.seq = 4096;
+  s.batch = 2;
+  s.grad_accum = 4;
+  s.precision = Precision::pure;
+  CHECK(line(s) ==
+        "litgpt finetune_lora meta-llama/Llama-3.1-8B --devices 2 --precision "
+        "bf16-true --train.micro_batch_size 2 --train.global_batch_size 16 "
+        "--train.max_seq_length 4096 --lora_r 8 --lora_dropout 0.05 "
+        "--lora_query true --lora_key false --lora_value true "
+        "--lora_projection false --lora_mlp false --lora_head false");
+  // QLoRA without double quantization is --quantize bnb.nf4, with bnb's
+  // PagedAdamW chosen by LitGPT itself.
+  Setup q = litgpt("qlora");
+  q.mode = Mode::qlora;
+  q.quant = Quant::nf4_nodq;
+  q.seq = 512;
+  CHECK(line(q) ==
+        "litgpt finetune_lora meta-llama/Llama-3.1-8B --devices 1 --precision "
+        "bf16-true --quantize bnb.nf4 --train.micro_batch_size 1 "
+        "--train.global_batch_size 1 --train.max_seq_length 512 --lora_r 8 "
+        "--lora_dropout 0.05 --lora_query true --lora_key false --lora_value "
+        "true --lora_projection false --lora_mlp false --lora_head false");
+  // Its default bf16-mixed, the 8-bit AdamW through a class path.
+  Setup m = litgpt("lora");
+  m.optimizer = Optimizer::adamw_8bit;
+  CHECK_THAT(line(m),
+             Catch::Contains("--precision bf16-mixed") &&
+                 Catch::Contains(
+                     "--optimizer.class_path bitsandbytes.optim.AdamW8bit"));
+  // What its scripts cannot run is refused: checkpointing on one device.
+  m.checkpointing = Checkpointing::full;
+  CHECK(line(m) ==
+        "unwritten: activation checkpointing other than LitGPT's (none on one "
+        "device, every Block on several)");
 }

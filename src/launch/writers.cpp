@@ -1019,16 +1019,159 @@ void write_megatron(const Resolved& s, Out& out) {
   torchrun_block(s, out);
 }
 
+// LitGPT's command line (litgpt/__main__.py finetune_lora / finetune_full,
+// jsonargparse flags, 0.4 and later): the layouts its scripts fix are
+// written by the device count (resolve_litgpt); what they cannot run is
+// refused.
+std::string litgpt_precision(const Resolved& s, Out& out) {
+  const std::string_view bits = s.dtype == Dtype::fp16 ? "16" : "bf16";
+  if (s.dtype == Dtype::fp32) {
+    return "32-true";
+  }
+  if (s.precision == Precision::mixed) {
+    out.cannot(
+        "fp32 master weights over 16-bit weights: LitGPT trains bf16-true "
+        "or bf16-mixed (autocast over fp32 weights)");
+  }
+  return fmt::format("{}-{}", bits,
+                     s.precision == Precision::amp ? "mixed" : "true");
+}
+
+std::string litgpt_optimizer(const Resolved& s, Out& out) {
+  if (s.mode == Mode::qlora) {
+    if (s.optimizer != Optimizer::paged_adamw) {
+      out.cannot(
+          "an optimizer other than bnb PagedAdamW under --quantize "
+          "(instantiate_bnb_optimizer)");
+    }
+    return {};
+  }
+  switch (s.optimizer) {
+    case Optimizer::adamw:
+      return {};
+    case Optimizer::sgd:
+      return " --optimizer SGD";
+    case Optimizer::adamw_8bit:
+      return " --optimizer.class_path bitsandbytes.optim.AdamW8bit";
+    case Optimizer::paged_adamw:
+      return " --optimizer.class_path bitsandbytes.optim.PagedAdamW";
+    case Optimizer::paged_adamw_8bit:
+      return " --optimizer.class_path bitsandbytes.optim.PagedAdamW8bit";
+    case Optimizer::adafactor:
+      break;
+  }
+  out.cannot("Adafactor: LitGPT instantiates torch or bitsandbytes optimizers");
+  return {};
+}
+
+std::string litgpt_lora(const Resolved& s, Out& out) {
+  const unsigned t = s.lora_targets;
+  const unsigned mlp = k_lora_gate | k_lora_up | k_lora_down;
+  if ((t & mlp) != 0 && (t & mlp) != mlp) {
+    out.cannot("LoRA on part of the MLP: lora_mlp adapts all its linears");
+  }
+  const auto on = [&](unsigned bits) {
+    return (t & bits) != 0 ? "true" : "false";
+  };
+  return fmt::format(
+      " --lora_r {} --lora_dropout {} --lora_query {} --lora_key {} "
+      "--lora_value {} --lora_projection {} --lora_mlp {} --lora_head false",
+      s.lora_rank, s.lora_dropout, on(k_lora_q), on(k_lora_k), on(k_lora_v),
+      on(k_lora_o), on(mlp));
+}
+
+void litgpt_refusals(const Resolved& s, Out& out) {
+  if (s.objective != TrainObjective::sft) {
+    out.cannot(fmt::format("{}: LitGPT fine-tunes one sequence per example",
+                           objective_name(s.objective)));
+  }
+  if (s.tp > 1 || s.pp > 1 || s.cp > 1 || (s.zero > 0 && !s.fsdp) ||
+      s.offload != Offload::none) {
+    out.cannot(
+        "tensor, pipeline or context parallelism, ZeRO or CPU offload: "
+        "LitGPT fine-tunes data parallel under FSDP without offload");
+  }
+  if (s.activation_offload || s.optimizer_in_bwd || s.compile || s.float8) {
+    out.cannot(
+        "activation offload, optimizer in backward, torch.compile or float8: "
+        "finetune_lora and finetune_full have no setting for them");
+  }
+  const Checkpointing scripted =
+      s.total_gpus() > 1 ? Checkpointing::full : Checkpointing::none;
+  if (s.checkpointing != scripted) {
+    out.cannot(
+        "activation checkpointing other than LitGPT's (none on one device, "
+        "every Block on several)");
+  }
+  const std::int64_t chunk = s.mode == Mode::full ? 0 : k_litgpt_lm_head_chunk;
+  if (s.loss != Loss::chunked || s.lm_head_chunk != chunk ||
+      s.attn != Attn::sdpa) {
+    out.cannot(
+        "a loss, lm_head split or attention other than LitGPT's "
+        "(chunked_cross_entropy, SDPA)");
+  }
+  if (s.fsdp && s.grad_accum > 1 && !s.fsdp_no_sync) {
+    out.cannot(
+        "a reduce-scatter every micro-batch: LitGPT accumulates under "
+        "no_backward_sync");
+  }
+  if (s.mode == Mode::qlora &&
+      (s.nf4_backend != Nf4Backend::bnb || s.precision != Precision::pure)) {
+    out.cannot("QLoRA other than bitsandbytes NF4 under bf16-true");
+  }
+  if (s.litgpt_release < Release{0, 4, 0}) {
+    out.cannot(
+        "LitGPT before 0.4: its finetune scripts took other flags (the "
+        "block is written for the `litgpt` command)");
+  }
+}
+
+void write_litgpt(const Resolved& s, const Model& model, Out& out) {
+  if (!s.training()) {
+    out.cannot("inference: litgpt generate and serve are not written");
+    return;
+  }
+  litgpt_refusals(s, out);
+  std::string a =
+      fmt::format("litgpt {} {} --devices {}",
+                  s.mode == Mode::full ? "finetune_full" : "finetune_lora",
+                  model_id(model), s.gpus);
+  if (s.nodes > 1) {
+    a += fmt::format(" --num_nodes {}", s.nodes);
+  }
+  a += " --precision " + litgpt_precision(s, out);
+  if (s.mode == Mode::qlora) {
+    if (s.quant == Quant::nf4) {
+      a += " --quantize bnb.nf4-dq";
+    } else if (s.quant == Quant::nf4_nodq) {
+      a += " --quantize bnb.nf4";
+    } else {
+      out.cannot(fmt::format("{} weights: LitGPT quantizes with bnb.nf4",
+                             quant_name(s.quant)));
+    }
+  }
+  a += fmt::format(
+      " --train.micro_batch_size {} --train.global_batch_size {} "
+      "--train.max_seq_length {}",
+      s.batch, s.batch * s.grad_accum * s.dp(), s.seq);
+  if (s.mode != Mode::full) {
+    a += litgpt_lora(s, out);
+  }
+  a += litgpt_optimizer(s, out);
+  out.w.blocks.push_back({"LitGPT", a, ""});
+}
+
 }  // namespace
 
 LaunchWriting write_launch(Framework framework, const Resolved& setup,
                            const Model& model) {
   Out out;
-  if (setup.untied_head && model.tie_word_embeddings) {
-    // Every framework written here loads transformers' tied head.
+  const bool litgpt = framework == Framework::litgpt;
+  if (setup.untied_head && model.tie_word_embeddings && !litgpt) {
+    // Every other framework written here loads transformers' tied head.
     out.cannot("a second copy of the tied output head (LitGPT's GPT)");
   }
-  if (setup.fsdp_frozen_grads) {
+  if (setup.fsdp_frozen_grads && !litgpt) {
     // PEFT's fsdp_auto_wrap_policy (the HF Trainer's) and torchtune's FSDP2
     // wrap the adapters apart from the frozen weights.
     out.cannot(
@@ -1066,8 +1209,10 @@ LaunchWriting write_launch(Framework framework, const Resolved& setup,
     case Framework::llama_factory:
       write_llama_factory(setup, model, out);
       break;
-    case Framework::torchtitan:
     case Framework::litgpt:
+      write_litgpt(setup, model, out);
+      break;
+    case Framework::torchtitan:
       out.cannot(fmt::format("{} launch files: no writer yet",
                              framework_name(framework)));
       break;
