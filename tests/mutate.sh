@@ -102,6 +102,7 @@ src/memory/train_states.cpp|  return setup.stable_embedding && at.first ? at.emb
 src/setup/validate.cpp|      s.total_gpus() > 1) {|      s.total_gpus() > 2) {|LitGPT refuses QLoRA on more than one device
 src/advice/knobs.cpp|      (k.r.precision != Precision::mixed && k.r.precision != Precision::amp)) {|      (k.r.precision != Precision::mixed && k.r.precision != Precision::mixed)) {|amp -> pure bf16 is a fix
 src/advice/knobs.cpp|  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     &C::full_checkpoint,       checkpointing},|  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     nullptr,                  checkpointing},|LitGPT has no checkpointing knob on one device
+src/launch/writers.cpp|      s.batch, s.batch * s.grad_accum * s.dp(), s.seq);|      s.batch, s.batch * s.grad_accum, s.seq);|LitGPT's global batch counts every device
 EOF
 )
 
