@@ -439,6 +439,10 @@ std::string_view weights_formula(const Resolved& setup) {
 }
 
 std::string_view gradients_formula(const Resolved& setup) {
+  if (setup.stable_embedding) {
+    return "trainable params x grad bytes + vocab x hidden x dtype "
+           "(LitGPT's StableEmbedding, in no optimizer)";
+  }
   return setup.optimizer_in_bwd
              ? "one parameter's gradient (optimizer step fused into backward)"
              : "trainable params x grad bytes / (dp at ZeRO-2+)";
