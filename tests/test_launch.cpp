@@ -629,8 +629,8 @@ TEST_CASE("launch: hostile files get one error line", "[launch]") {
        "num.yaml: cannot tell which framework this file configures; oomplan "
        "reads `vllm serve` command lines, DeepSpeed JSON, Hugging Face "
        "TrainingArguments / TRL configs, accelerate configs, axolotl, "
-       "torchtune and LLaMA-Factory recipes, and plan lists (a JSON array of "
-       "option objects)"},
+       "torchtune and LLaMA-Factory recipes, LitGPT finetune configs and "
+       "commands, and plan lists (a JSON array of option objects)"},
       {"base_model: m\n---\nbase_model: n\n",
        "docs.yaml: holds 2 YAML documents; give one launch config per file"},
       // fuzz_launch: yaml-cpp 0.7's LoadAll looped on this byte, allocating
@@ -1194,4 +1194,142 @@ TEST_CASE("launch: LitGPT's command line runs what the plan prices",
   CHECK(line(m) ==
         "unwritten: activation checkpointing other than LitGPT's (none on one "
         "device, every Block on several)");
+}
+
+TEST_CASE("launch: a litgpt finetune command line reads as its config",
+          "[launch][litgpt]") {
+  // jsonargparse applies --config and flags in order: the flag after the
+  // config wins (max_seq_length 4096), the config wins over a flag before
+  // it (--devices 4 -> the file's 2).
+  const std::string cfg =
+      "checkpoint_dir: checkpoints/meta-llama/Llama-3.2-3B\n"
+      "precision: bf16-true\ndevices: 2\ntrain:\n  micro_batch_size: 2\n"
+      "  global_batch_size: 16\n  max_seq_length: 512\n  epochs: 1\n";
+  const LaunchPlan p = read_one(
+      "ft.sh",
+      "#!/bin/bash\nCUDA_VISIBLE_DEVICES=0,1 litgpt finetune_lora --devices 4 "
+      "\\\n  --config cfg.yaml --train.max_seq_length=4096 \\\n"
+      "  --optimizer.class_path bitsandbytes.optim.PagedAdamW8bit "
+      "--optimizer.init_args.lr 2e-4\n",
+      {{"cfg.yaml", cfg}});
+  CHECK(p.reader == "litgpt");
+  CHECK(p.framework == "litgpt");
+  CHECK(p.model == "checkpoints/meta-llama/Llama-3.2-3B");
+  CHECK(p.model_aliases == std::vector<std::string>{"meta-llama/Llama-3.2-3B"});
+  CHECK(p.included_files == std::vector<std::string>{"cfg.yaml"});
+  CHECK(p.gpus == 2);
+  // 16 / 2 devices / micro-batch 2 = 4 (TrainArgs.gradient_accumulation_iters).
+  CHECK(options_of(p) ==
+        std::map<std::string, std::string>{{"--dtype", "bf16"},
+                                           {"--precision", "pure"},
+                                           {"--batch", "2"},
+                                           {"--grad-accum", "4"},
+                                           {"--seq", "4096"},
+                                           {"--optimizer", "paged-adamw-8bit"},
+                                           {"--mode", "lora"}});
+  CHECK(p.unknown_keys.empty());
+  CHECK(contains(p.unused_keys, "train.epochs"));
+
+  // The module and script spellings; the positional CHECKPOINT_DIR, a Hub id
+  // LitGPT downloads; the setup() default TrainArgs(global_batch_size=16,
+  // micro_batch_size=1): 16 micro-batches per step on one device.
+  const LaunchPlan full = read_one(
+      "run.sh",
+      "python -m litgpt finetune_full meta-llama/Llama-3.2-1B --precision "
+      "32-true\n");
+  CHECK(full.model == "meta-llama/Llama-3.2-1B");
+  CHECK(full.model_aliases.empty());
+  CHECK(options_of(full) ==
+        std::map<std::string, std::string>{{"--dtype", "fp32"},
+                                           {"--precision", "pure"},
+                                           {"--grad-accum", "16"},
+                                           {"--mode", "full"}});
+  CHECK(contains(full.notes,
+                 "train.max_seq_length is not set: LitGPT trains up to the "
+                 "longest sample's length; give --seq"));
+  const LaunchPlan script = read_one(
+      "run.sh",
+      "python -u litgpt/finetune/lora.py --checkpoint_dir x/y --precision "
+      "bf16-mixed --lora_mlp true --lora_key true\n");
+  CHECK(option(script, "--mode") == "lora");
+  CHECK(option(script, "--precision") == "amp");
+  CHECK(option(script, "--lora-targets") == "q,k,v,gate,up,down");
+  // Two commands are two plans, named by line.
+  const auto two = read("two.sh",
+                        "litgpt finetune a/b --train.max_seq_length 512\n"
+                        "litgpt finetune_full a/b --devices 8\n");
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].file == "two.sh:1");
+  CHECK(two[1].file == "two.sh:2");
+  CHECK(two[1].gpus == 8);
+  // devices: auto leaves the count to --gpus.
+  const LaunchPlan any =
+      read_one("auto.yaml", "checkpoint_dir: a/b\ndevices: auto\ntrain: {}\n");
+  CHECK_FALSE(any.gpus.has_value());
+  CHECK(contains(any.notes,
+                 "devices: auto takes every visible GPU; give --gpus NxCARD"));
+}
+
+TEST_CASE("launch: a LitGPT file refuses what LitGPT itself refuses",
+          "[launch][litgpt]") {
+  const auto err = [](std::string text) {
+    return error_of([&] { read("job.sh", std::move(text)); });
+  };
+  // lora.py setup: "mixed" in precision is refused under --quantize, and
+  // the default precision is bf16-mixed.
+  CHECK(err("litgpt finetune a/b --quantize bnb.nf4") ==
+        "job.sh: quantize: LitGPT refuses bnb.nf4 under bf16-mixed, its "
+        "default (\"Quantization and mixed precision is not supported\"); "
+        "set precision: bf16-true");
+  CHECK(err("litgpt finetune a/b --precision bf16 --quantize bnb.nf4-dq") ==
+        "job.sh: precision: \"bf16\" with quantize: LitGPT takes 16-true, "
+        "bf16-true or 32-true (lora.py setup's dtype table); write bf16-true");
+  CHECK(err("litgpt finetune a/b --precision bf16-true --quantize "
+            "bnb.int8-training") ==
+        "job.sh: quantize: \"bnb.int8-training\" is not modelled; use "
+        "bnb.nf4, bnb.nf4-dq, bnb.fp4 or bnb.fp4-dq");
+  // instantiate_bnb_optimizer: AdamW only.
+  CHECK(err("litgpt finetune a/b --precision bf16-true --quantize bnb.nf4 "
+            "--optimizer SGD") ==
+        "job.sh: optimizer: LitGPT quantizes with AdamW only (\"The chosen "
+        "quantization format only supports the AdamW optimizer\"); use AdamW");
+  CHECK(err("litgpt finetune a/b --optimizer RMSprop") ==
+        "job.sh: optimizer: \"RMSprop\" is not modelled; oomplan models "
+        "torch.optim.AdamW / Adam / SGD / Adafactor and bitsandbytes.optim "
+        "AdamW8bit, PagedAdamW, PagedAdamW8bit");
+  // finetune_full's setup() has no LoRA argument; validate_args refuses
+  // max_norm; gradient_accumulation_iters asserts a positive count.
+  CHECK(err("litgpt finetune_full a/b --lora_r 4") ==
+        "job.sh: lora_r: finetune_full takes no LoRA or quantize argument; "
+        "remove it or run finetune_lora");
+  CHECK(err("litgpt finetune a/b --train.max_norm 1.0") ==
+        "job.sh: train.max_norm: finetune_lora refuses it (validate_args); "
+        "remove it");
+  CHECK(err("litgpt finetune a/b --devices 4 --train.global_batch_size 2") ==
+        "job.sh: train.global_batch_size: 2 over 4 GPUs leaves 0 per GPU, "
+        "fewer than micro_batch_size 1: LitGPT's gradient_accumulation_iters "
+        "asserts; raise global_batch_size");
+  CHECK(err("litgpt finetune_adapter a/b") ==
+        "job.sh: litgpt finetune_adapter: LLaMA-Adapter is not modelled; plan "
+        "finetune_lora or finetune_full");
+  CHECK(err("litgpt pretrain --model_name pythia-14m") ==
+        "job.sh: litgpt \"pretrain\" is not modelled; oomplan reads "
+        "finetune_lora and finetune_full");
+  CHECK(err("litgpt finetune a/b --config missing.yaml") ==
+        "job.sh: --config \"missing.yaml\": no such file");
+  CHECK(err("litgpt finetune a/b c/d") ==
+        "job.sh: unexpected argument \"c/d\"; LitGPT takes CHECKPOINT_DIR and "
+        "--key value flags");
+  CHECK(err("litgpt finetune a/b --lora_query false --lora_value false") ==
+        "job.sh: lora_query: every lora_* target is false: no linear gets an "
+        "adapter; set lora_query and lora_value to true");
+  // A pretrain config (litgpt/pretrain.py setup) is not a finetune one.
+  CHECK(error_of([] {
+          read("pretrain.yaml",
+               "model_name: pythia-14m\ndevices: 8\ntrain:\n  "
+               "micro_batch_size: 4\n");
+        }) ==
+        "pretrain.yaml: model_name: a litgpt pretrain config is not "
+        "modelled; oomplan reads finetune_lora and finetune_full "
+        "configs");
 }

@@ -331,7 +331,7 @@ void add_check_command(CLI::App& root, Commands& commands) {
   CLI::App* app = commands.add(
       root, "check",
       "plan each launch config (vLLM command, DeepSpeed, HF/TRL, accelerate, "
-      "axolotl, torchtune, LLaMA-Factory, plan list): a CI gate");
+      "axolotl, torchtune, LLaMA-Factory, LitGPT, plan list): a CI gate");
   if (app == nullptr) {
     return;
   }

@@ -124,6 +124,7 @@ enum class Format {
   axolotl,
   torchtune,
   llama_factory,
+  litgpt,
   plans,
 };
 std::string_view format_name(Format format);
@@ -148,6 +149,24 @@ struct Attached {
   const Json* deepspeed = nullptr;
   std::string deepspeed_origin;
 };
+
+// One command of a shell file: its words and the line it starts on.
+struct ShellCommand {
+  std::vector<std::string> words;
+  std::int64_t line = 1;
+};
+// Shell words of every command in `text` (quotes, backslash continuations,
+// comments; `;`, `|`, `&` and newlines end a command). Error naming `origin`
+// and the line when a quote is not closed.
+std::vector<ShellCommand> split_commands(std::string_view text,
+                                         std::string_view origin);
+// NAME=value assignments (a command's environment).
+bool is_assignment(const std::string& w);
+// The index of the program in a command's words, past environment
+// assignments and the launchers exec, nohup, env, time, uvx, sudo and `uv
+// run`; the assignments go to `env` when given.
+std::size_t program_index(const std::vector<std::string>& words,
+                          std::vector<std::string>* env);
 
 // The first `vllm serve` command of `text` (a probe for format detection).
 void read_vllm(std::string_view text, LaunchPlan& plan);
@@ -174,6 +193,19 @@ void read_torchtune(KeyReader& keys, LaunchPlan& plan, std::string_view text);
 void read_llama_factory(KeyReader& keys, LaunchPlan& plan,
                         const FileLoader& load, const Attached& attached);
 std::vector<LaunchPlan> read_plans(const Json& doc, const std::string& origin);
+// LitGPT (litgpt.cpp). A finetune config's keys under `script`
+// ("finetune_lora", "finetune_full", or "" when the keys say which).
+void read_litgpt(KeyReader& keys, LaunchPlan& plan, std::string_view script);
+// Whether `text` holds a `litgpt finetune*` (or pretrain) command.
+bool has_litgpt_command(std::string_view text, std::string_view origin);
+// The files its commands name with --config.
+std::vector<std::string> litgpt_config_names(std::string_view text,
+                                             std::string_view origin);
+// One plan per `litgpt finetune_*` command of `text`, copied from `base`
+// ("FILE:LINE" when there are several); --config files come from `load`.
+std::vector<LaunchPlan> read_litgpt_commands(std::string_view text,
+                                             const LaunchPlan& base,
+                                             const FileLoader& load);
 // Joins the framework's defaults (launch.cpp) with the reader's own
 // adjustments, and drops the defaults the file's options replace.
 void apply_framework_defaults(LaunchPlan& plan);
@@ -254,6 +286,14 @@ struct LoraModule {
 std::span<const LoraModule> lora_modules_of(std::string_view model_type);
 // The projections a target_modules name covers in any family; 0 for none.
 unsigned lora_module_targets(std::string_view name);
+
+// An optimizer class path (torch.optim, bitsandbytes.optim, torchao) ->
+// oomplan --optimizer; nullopt when it is not modelled. k_optimizer_classes
+// names the modelled ones for a refusal.
+std::optional<std::string_view> optimizer_of_class(std::string_view c);
+inline constexpr std::string_view k_optimizer_classes =
+    "torch.optim.AdamW / Adam / SGD / Adafactor and bitsandbytes.optim "
+    "AdamW8bit, PagedAdamW, PagedAdamW8bit";
 
 // Options of `plan` (convenience).
 void set_option(LaunchPlan& plan, std::string flag, std::string value,

@@ -187,6 +187,13 @@ std::optional<Format> classify(const Json& doc) {
       return Format::torchtune;
     }
   }
+  // LitGPT: setup()'s arguments, TrainArgs under `train`
+  // (litgpt/finetune/lora.py, litgpt/pretrain.py).
+  if (doc.contains("train") && doc["train"].is_object() &&
+      has_any(doc, {"checkpoint_dir", "initial_checkpoint_dir", "model_name",
+                    "precision", "devices"})) {
+    return Format::litgpt;
+  }
   if (has_any(doc, {"distributed_type", "compute_environment"})) {
     return Format::accelerate;
   }
@@ -255,6 +262,11 @@ Parsed parse_file(const LaunchFile& file) {
     throw Error(fmt::format("{}: is empty; give a launch config", file.origin));
   }
   const bool json = body.front() == '{' || body.front() == '[';
+  if (!json && has_litgpt_command(file.text, file.origin)) {
+    p.format = Format::litgpt;  // command lines; the document stays empty
+    p.names = litgpt_config_names(file.text, file.origin);
+    return p;
+  }
   if (!json &&
       (ends_with(file.origin, ".sh") || ends_with(file.origin, ".cmd") ||
        looks_like_vllm(file.text, file.origin))) {
@@ -280,8 +292,8 @@ Parsed parse_file(const LaunchFile& file) {
         "{}: cannot tell which framework this file configures; oomplan reads "
         "`vllm serve` command lines, DeepSpeed JSON, Hugging Face "
         "TrainingArguments / TRL configs, accelerate configs, axolotl, "
-        "torchtune and LLaMA-Factory recipes, and plan lists (a JSON array of "
-        "option objects)",
+        "torchtune and LLaMA-Factory recipes, LitGPT finetune configs and "
+        "commands, and plan lists (a JSON array of option objects)",
         file.origin));
   }
   p.format = *format;
@@ -366,6 +378,9 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
     case Format::llama_factory:
       read_llama_factory(keys, plan, load, attached);
       break;
+    case Format::litgpt:
+      read_litgpt(keys, plan, "");
+      break;
     case Format::vllm:
     case Format::plans:
       break;
@@ -374,12 +389,15 @@ void read_one(const Parsed& p, LaunchPlan& plan, const FileLoader& load,
   apply_framework_defaults(plan);
 }
 
-// A command-line file: one plan per vLLM server command in it.
-std::vector<LaunchPlan> read_commands(const Parsed& p) {
+// A command-line file: one plan per vLLM server or LitGPT command in it.
+std::vector<LaunchPlan> read_commands(const Parsed& p, const FileLoader& load) {
   LaunchPlan base;
   base.file = p.file->origin;
   base.reader = std::string(format_name(p.format));
   base.framework = base.reader;
+  if (p.format == Format::litgpt) {
+    return read_litgpt_commands(p.file->text, base, load);
+  }
   std::vector<LaunchPlan> plans = p.doc.is_object()
                                       ? read_compose(p.doc, base)
                                       : read_vllm_commands(p.file->text, base);
@@ -453,6 +471,8 @@ std::string_view format_name(Format format) {
       return "torchtune";
     case Format::llama_factory:
       return "llama-factory";
+    case Format::litgpt:
+      return "litgpt";
     case Format::plans:
       return "plans";
   }
@@ -624,10 +644,12 @@ std::vector<LaunchPlan> read_launch_files(const std::vector<LaunchFile>& files,
       continue;
     }
     const Parsed& p = parsed[i];
-    if (p.format == Format::plans || p.format == Format::vllm) {
+    const bool commands = p.format == Format::vllm ||
+                          (p.format == Format::litgpt && p.doc.is_null());
+    if (p.format == Format::plans || commands) {
       for (auto& plan : p.format == Format::plans
                             ? read_plans(p.doc, p.file->origin)
-                            : read_commands(p)) {
+                            : read_commands(p, load)) {
         plans.push_back(std::move(plan));
       }
       continue;

@@ -67,33 +67,12 @@ std::string builder_alias(std::string name) {
 }
 
 std::string torchtune_optimizer(KeyReader& keys, const std::string& c) {
-  // torch.optim and bitsandbytes.optim classes (recipes instantiate
-  // cfg.optimizer); torchao's low-bit optimizers by their state width.
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12>
-      k_classes = {{
-          {"torch.optim.AdamW", "adamw"},
-          {"torch.optim.Adam", "adamw"},
-          {"torch.optim.SGD", "sgd"},
-          {"torch.optim.Adafactor", "adafactor"},
-          {"bitsandbytes.optim.AdamW", "adamw"},
-          {"bitsandbytes.optim.AdamW8bit", "adamw-8bit"},
-          {"bitsandbytes.optim.Adam8bit", "adamw-8bit"},
-          {"bitsandbytes.optim.PagedAdamW", "paged-adamw"},
-          {"bitsandbytes.optim.PagedAdamW32bit", "paged-adamw"},
-          {"bitsandbytes.optim.PagedAdamW8bit", "paged-adamw-8bit"},
-          {"torchao.optim.AdamW8bit", "adamw-8bit"},
-          {"torchao.prototype.low_bit_optim.AdamW8bit", "adamw-8bit"},
-      }};
-  for (const auto& [from, to] : k_classes) {
-    if (c == from) {
-      return std::string(to);
-    }
+  if (const auto o = optimizer_of_class(c)) {
+    return std::string(*o);
   }
   keys.fail("optimizer._component_",
-            fmt::format("{} is not modelled; oomplan models torch.optim.AdamW "
-                        "/ Adam / SGD / Adafactor and bitsandbytes.optim "
-                        "AdamW8bit, PagedAdamW, PagedAdamW8bit",
-                        echo(c)));
+            fmt::format("{} is not modelled; oomplan models {}", echo(c),
+                        k_optimizer_classes));
 }
 
 // What a row passes to later rows.
@@ -477,6 +456,33 @@ constexpr std::array k_run_rows = {
 };
 
 }  // namespace
+
+// torch.optim and bitsandbytes.optim classes (torchtune recipes instantiate
+// cfg.optimizer, LitGPT's instantiate_torch_optimizer its class_path);
+// torchao's low-bit optimizers by their state width.
+std::optional<std::string_view> optimizer_of_class(std::string_view c) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12>
+      k_classes = {{
+          {"torch.optim.AdamW", "adamw"},
+          {"torch.optim.Adam", "adamw"},
+          {"torch.optim.SGD", "sgd"},
+          {"torch.optim.Adafactor", "adafactor"},
+          {"bitsandbytes.optim.AdamW", "adamw"},
+          {"bitsandbytes.optim.AdamW8bit", "adamw-8bit"},
+          {"bitsandbytes.optim.Adam8bit", "adamw-8bit"},
+          {"bitsandbytes.optim.PagedAdamW", "paged-adamw"},
+          {"bitsandbytes.optim.PagedAdamW32bit", "paged-adamw"},
+          {"bitsandbytes.optim.PagedAdamW8bit", "paged-adamw-8bit"},
+          {"torchao.optim.AdamW8bit", "adamw-8bit"},
+          {"torchao.prototype.low_bit_optim.AdamW8bit", "adamw-8bit"},
+      }};
+  for (const auto& [from, to] : k_classes) {
+    if (c == from) {
+      return to;
+    }
+  }
+  return std::nullopt;
+}
 
 void read_torchtune(KeyReader& keys, LaunchPlan& plan, std::string_view text) {
   Torchtune s{{keys, plan}};

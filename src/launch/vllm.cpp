@@ -450,16 +450,13 @@ constexpr std::array k_vllm_flags = {
     VllmFlag{"--dtype", "--dtype", model_dtype, k_model_py},
 };
 
-// One command of a file: its shell words and the line it starts on.
-struct Command {
-  std::vector<std::string> words;
-  std::int64_t line = 1;
-};
+}  // namespace
 
-// Shell words of every command in `text`.
-std::vector<Command> split_commands(std::string_view text,
-                                    std::string_view origin) {
-  std::vector<Command> commands(1);
+namespace launch {
+
+std::vector<ShellCommand> split_commands(std::string_view text,
+                                         std::string_view origin) {
+  std::vector<ShellCommand> commands(1);
   std::string word;
   bool in_word = false;
   std::int64_t line = 1;  // of text[i]
@@ -565,6 +562,32 @@ bool is_assignment(const std::string& w) {
              "wxyz0123456789_") == eq;
 }
 
+std::size_t program_index(const std::vector<std::string>& words,
+                          std::vector<std::string>* env) {
+  std::size_t i = 0;
+  while (i < words.size() &&
+         (is_assignment(words[i]) || words[i] == "exec" ||
+          words[i] == "nohup" || words[i] == "env" || words[i] == "time" ||
+          words[i] == "uvx" || words[i] == "sudo")) {
+    if (is_assignment(words[i]) && env != nullptr) {
+      env->push_back(words[i]);
+    }
+    ++i;
+  }
+  if (i + 1 < words.size() && words[i] == "uv" && words[i + 1] == "run") {
+    i += 2;
+  }
+  return i;
+}
+
+}  // namespace launch
+
+namespace {
+
+using launch::is_assignment;
+using launch::program_index;
+using launch::split_commands;
+
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.substr(s.size() - suffix.size()) == suffix;
@@ -579,19 +602,7 @@ struct Entry {
 // Finds the vLLM server in one command; nullopt when it is something else.
 std::optional<Entry> find_entry(const std::vector<std::string>& words) {
   Entry entry;
-  std::size_t i = 0;
-  while (i < words.size() &&
-         (is_assignment(words[i]) || words[i] == "exec" ||
-          words[i] == "nohup" || words[i] == "env" || words[i] == "time" ||
-          words[i] == "uvx" || words[i] == "sudo")) {
-    if (is_assignment(words[i])) {
-      entry.env.push_back(words[i]);
-    }
-    ++i;
-  }
-  if (i + 1 < words.size() && words[i] == "uv" && words[i + 1] == "run") {
-    i += 2;
-  }
+  const std::size_t i = program_index(words, &entry.env);
   if (i >= words.size()) {
     return std::nullopt;
   }
