@@ -59,7 +59,8 @@ inline std::vector<std::pair<std::string, std::string>> argv_options(
 }
 
 // The files of a fix's blocks, as `oomplan check` would be given them: every
-// block that is a file, and the vLLM command line. Empty when none is.
+// block that is a file, and the vLLM and LitGPT command lines. Empty when
+// none is.
 inline std::vector<LaunchFile> roundtrip_files(const Fix& fix) {
   std::vector<LaunchFile> files;
   for (const LaunchBlock& b : fix.launch) {
@@ -67,6 +68,8 @@ inline std::vector<LaunchFile> roundtrip_files(const Fix& fix) {
       files.push_back({b.file, b.text});
     } else if (b.framework == "vLLM") {
       files.push_back({"serve.sh", b.text});
+    } else if (b.framework == "LitGPT") {
+      files.push_back({"finetune.sh", b.text});
     }
   }
   return files;

@@ -80,6 +80,7 @@ std::optional<TrainObjective> objective_for(Framework fw, std::size_t n) {
                                 TrainObjective::kto, TrainObjective::simpo};
   switch (fw) {
     case Framework::megatron:
+    case Framework::litgpt:  // its finetune scripts have no preference loss
       return std::nullopt;
     case Framework::torchtune:
       return n % 2 == 0 ? TrainObjective::dpo : TrainObjective::simpo;
@@ -118,7 +119,7 @@ Corpus corpus() {
   constexpr std::array k_train = {
       Framework::hf_trainer,    Framework::trl,       Framework::deepspeed,
       Framework::accelerate,    Framework::torchtune, Framework::axolotl,
-      Framework::llama_factory, Framework::megatron};
+      Framework::llama_factory, Framework::megatron,  Framework::litgpt};
   Corpus c;
   std::size_t n = 0;
   for (const char* m : k_models) {

@@ -1096,6 +1096,11 @@ void litgpt_refusals(const Resolved& s, Out& out) {
         "activation offload, optimizer in backward, torch.compile or float8: "
         "finetune_lora and finetune_full have no setting for them");
   }
+  if (s.fsdp && s.total_gpus() == 1) {
+    out.cannot(
+        "FSDP on one device: LitGPT's scripts run one device without "
+        "a strategy");
+  }
   const Checkpointing scripted =
       s.total_gpus() > 1 ? Checkpointing::full : Checkpointing::none;
   if (s.checkpointing != scripted) {
