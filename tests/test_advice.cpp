@@ -4,6 +4,7 @@
 #include "support.hpp"
 
 #include "oomplan/advice/advice.hpp"
+#include "oomplan/launch/launch.hpp"
 #include "oomplan/plan/plan.hpp"
 #include "oomplan/setup/options.hpp"
 
@@ -949,4 +950,49 @@ TEST_CASE(
              f.setup.checkpointing == Checkpointing::none));
     }
   }
+}
+
+TEST_CASE(
+    "advice: LoRA instead of full fine-tuning builds the adapters as the "
+    "framework does and prints the launch line that runs them",
+    "[advice][litgpt]") {
+  // Llama-3.1-8B full fine-tuning at 2,048 tokens on 2 x RTX 4090 does not
+  // fit under any framework. The "LoRA instead" fix must keep each
+  // framework's adapters: torchtune builds them in `dtype` (bf16, no fp32
+  // copy: training.set_default_dtype in the recipes); PEFT upcasts them to
+  // fp32 (peft tuners_utils.py _cast_adapter_dtype); LitGPT's finetune_lora
+  // splits the head in 128-token calls. Before, every framework got fp32
+  // adapters, and torchtune's fix printed no launch ("fp32 master
+  // weights").
+  const auto lora_fix = [](Framework fw) -> std::optional<Fix> {
+    Setup s{.mode = Mode::full, .seq = 2048};
+    s.framework = fw;
+    for (const LaunchOption& o :
+         framework_defaults(framework_name(fw), "full")) {
+      apply_option(s, o.flag, o.value);
+    }
+    s.mode = Mode::full;  // LitGPT's table starts `litgpt finetune` (LoRA)
+    const Planned p = plan_case({"llama3.1-8b", "2xRTX4090", s});
+    REQUIRE_FALSE(p.budget.fits());
+    for (const Fix& f : p.fixes) {
+      if (f.id.rfind("lora", 0) == 0) {
+        return f;
+      }
+    }
+    return std::nullopt;
+  };
+  const auto tune = lora_fix(Framework::torchtune);
+  REQUIRE(tune);
+  CHECK(tune->setup.precision == Precision::pure);
+  REQUIRE_FALSE(tune->launch.empty());
+  CHECK(tune->launch.front().framework == "torchtune");
+  const auto hf = lora_fix(Framework::hf_trainer);
+  REQUIRE(hf);
+  CHECK(hf->setup.precision == Precision::mixed);
+  const auto lit = lora_fix(Framework::litgpt);
+  REQUIRE(lit);
+  CHECK(lit->setup.lm_head_chunk == 128);
+  REQUIRE_FALSE(lit->launch.empty());
+  CHECK_THAT(lit->launch.front().text,
+             Catch::StartsWith("litgpt finetune_lora "));
 }

@@ -457,6 +457,31 @@ void other_gpus(const Ctx& c, std::vector<Fix>& out) {
   }
 }
 
+// A job moved from full fine-tuning to adapters takes what its framework
+// does per mode (launch.cpp framework_defaults): LitGPT's finetune_lora
+// splits the head in 128-token calls and quantizes under bf16-true with bnb
+// PagedAdamW; axolotl's PEFT adapters are fp32. PEFT keeps adapters in fp32
+// (peft tuners_utils.py _cast_adapter_dtype) for the HF-based frameworks;
+// torchtune and LitGPT build them in the model's dtype.
+void adapter_defaults(Setup& t, Mode from) {
+  const Framework fw = framework_of(t);
+  const std::string_view name = framework_name(fw);
+  const auto names = framework_names();
+  if (std::find(names.begin(), names.end(), name) != names.end()) {
+    const auto before = framework_defaults(name, mode_name(from));
+    for (const LaunchOption& o : framework_defaults(name, mode_name(t.mode))) {
+      if (std::none_of(before.begin(), before.end(), [&](const auto& b) {
+            return b.flag == o.flag && b.value == o.value;
+          })) {
+        apply_option(t, o.flag, o.value);
+      }
+    }
+  }
+  if (fw != Framework::torchtune && fw != Framework::litgpt) {
+    t.precision = Precision::mixed;
+  }
+}
+
 // LoRA or QLoRA instead of full fine-tuning, with the cheapest moves
 // (QLoRA only when LoRA does not fit); QLoRA instead of LoRA over a 16-bit
 // base (the same adapters, the frozen base in NF4).
@@ -473,7 +498,7 @@ std::optional<Fix> adapter_fix(const Ctx& c) {
     t.mode = mode;
     t.quant = Quant::automatic;
     if (!from_lora) {
-      t.precision = Precision::mixed;
+      adapter_defaults(t, r.mode);
     }
     Searcher searcher(c.model, t, SearchScope{});
     const auto found =
