@@ -103,6 +103,9 @@ src/setup/validate.cpp|      s.total_gpus() > 1) {|      s.total_gpus() > 2) {|L
 src/advice/knobs.cpp|      (k.r.precision != Precision::mixed && k.r.precision != Precision::amp)) {|      (k.r.precision != Precision::mixed && k.r.precision != Precision::mixed)) {|amp -> pure bf16 is a fix
 src/advice/knobs.cpp|  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     &C::full_checkpoint,       checkpointing},|  KnobRow{"activation checkpointing",   Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::second,  Risk::none,     nullptr,                  checkpointing},|LitGPT has no checkpointing knob on one device
 src/launch/writers.cpp|      s.batch, s.batch * s.grad_accum * s.dp(), s.seq);|      s.batch, s.batch * s.grad_accum, s.seq);|LitGPT's global batch counts every device
+src/launch/litgpt.cpp|  const std::int64_t per_rank = global / (*s.devices * s.nodes);|  const std::int64_t per_rank = global / *s.devices;|LitGPT's global batch spans every node
+src/launch/litgpt.cpp|      into[item.key()] = item.value();|      into[item.key()] = into.contains(item.key()) ? into[item.key()] : item.value();|a LitGPT --config replaces the flags before it
+src/launch/litgpt.cpp|             base.find("full") != std::string_view::npos) {|             base.find("full") == std::string_view::npos) {|config_hub's full.yaml is finetune_full
 EOF
 )
 

@@ -1247,6 +1247,15 @@ TEST_CASE("launch: a litgpt finetune command line reads as its config",
   CHECK(contains(full.notes,
                  "train.max_seq_length is not set: LitGPT trains up to the "
                  "longest sample's length; give --seq"));
+  // The global batch spans every node: 64 / (4 devices x 2 nodes) / micro
+  // 2 = 4.
+  const LaunchPlan nodes =
+      read_one("run.sh",
+               "litgpt finetune_full a/b --devices 4 --num_nodes 2 "
+               "--train.global_batch_size 64 --train.micro_batch_size 2\n");
+  CHECK(nodes.nodes == 2);
+  CHECK(nodes.gpus == 4);
+  CHECK(option(nodes, "--grad-accum") == "4");
   const LaunchPlan script = read_one(
       "run.sh",
       "python -u litgpt/finetune/lora.py --checkpoint_dir x/y --precision "
@@ -1268,6 +1277,19 @@ TEST_CASE("launch: a litgpt finetune command line reads as its config",
   CHECK_FALSE(any.gpus.has_value());
   CHECK(contains(any.notes,
                  "devices: auto takes every visible GPU; give --gpus NxCARD"));
+  // No lora_* key and no name: `litgpt finetune`'s script, said in a note; a
+  // file named like config_hub's full.yaml is finetune_full's.
+  CHECK(option(any, "--mode") == "lora");
+  CHECK(contains(any.notes,
+                 "the file has no lora_* key and does not say its script: "
+                 "read as `litgpt finetune` runs it (finetune_lora); --mode "
+                 "full plans finetune_full"));
+  const LaunchPlan named =
+      read_one("cfg/full.yaml", "checkpoint_dir: a/b\ndevices: 2\ntrain: {}\n");
+  CHECK(option(named, "--mode") == "full");
+  CHECK(named.notes == std::vector<std::string>{
+                           "train.max_seq_length is not set: LitGPT trains up "
+                           "to the longest sample's length; give --seq"});
 }
 
 TEST_CASE("launch: a LitGPT file refuses what LitGPT itself refuses",
