@@ -1103,3 +1103,25 @@ TEST_CASE(
         json::array({"examples/deepspeed/ds_z3_config.json"}));
   CHECK(doc["plans"][0]["setup"]["zero"] == 3);
 }
+
+TEST_CASE(
+    "check: --mode on the command line plans what the framework does "
+    "in that mode",
+    "[check][litgpt]") {
+  // config_hub's llama-3.1-8b/full.yaml is finetune_full: its head runs in
+  // one call (lm_head_chunk 0). Planned as LoRA it is finetune_lora, which
+  // calls the head on 128-token chunks (litgpt/finetune/lora.py fit); and
+  // back: --mode full on a LoRA file drops the split again.
+  const std::string full =
+      config("litgpt/config_hub/finetune/llama-3.1-8b/full.yaml");
+  const std::string lora =
+      config("litgpt/config_hub/finetune/mistral-7b-v0.2/lora.yaml");
+  CHECK(check_json({full, "--gpus",
+                    "4xA100-80"})["plans"][0]["setup"]["lm_head_chunk"] == 0);
+  CHECK(check_json({full, "--gpus", "4xA100-80", "--mode",
+                    "lora"})["plans"][0]["setup"]["lm_head_chunk"] == 128);
+  CHECK(check_json({lora, "--gpus",
+                    "1xA100-80"})["plans"][0]["setup"]["lm_head_chunk"] == 128);
+  CHECK(check_json({lora, "--gpus", "1xA100-80", "--mode",
+                    "full"})["plans"][0]["setup"]["lm_head_chunk"] == 0);
+}

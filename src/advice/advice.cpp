@@ -465,17 +465,9 @@ void other_gpus(const Ctx& c, std::vector<Fix>& out) {
 // torchtune and LitGPT build them in the model's dtype.
 void adapter_defaults(Setup& t, Mode from) {
   const Framework fw = framework_of(t);
-  const std::string_view name = framework_name(fw);
-  const auto names = framework_names();
-  if (std::find(names.begin(), names.end(), name) != names.end()) {
-    const auto before = framework_defaults(name, mode_name(from));
-    for (const LaunchOption& o : framework_defaults(name, mode_name(t.mode))) {
-      if (std::none_of(before.begin(), before.end(), [&](const auto& b) {
-            return b.flag == o.flag && b.value == o.value;
-          })) {
-        apply_option(t, o.flag, o.value);
-      }
-    }
+  for (const LaunchOption& o : framework_mode_changes(
+           framework_name(fw), mode_name(from), mode_name(t.mode))) {
+    apply_option(t, o.flag, o.value);
   }
   if (fw != Framework::torchtune && fw != Framework::litgpt) {
     t.precision = Precision::mixed;

@@ -74,6 +74,27 @@ CheckSetup check_setup(const LaunchPlan& launch, const CheckOptions& options,
   for (const LaunchOption& option : launch.framework_defaults) {
     apply_file_option(setup, where, option);
   }
+  // --mode on the command line takes what the framework does in that mode
+  // (a LitGPT config read as finetune_lora, planned as finetune_full).
+  const auto mode_of = [](const std::vector<LaunchOption>& list) {
+    const auto it =
+        std::find_if(list.begin(), list.end(),
+                     [](const LaunchOption& o) { return o.flag == "--mode"; });
+    return it == list.end() ? std::string() : it->value;
+  };
+  const auto given_mode =
+      std::find_if(options.given.begin(), options.given.end(),
+                   [](const auto& g) { return g.first == "--mode"; });
+  if (given_mode != options.given.end()) {
+    std::string file_mode = mode_of(launch.options);
+    if (file_mode.empty()) {
+      file_mode = mode_of(launch.framework_defaults);
+    }
+    for (const LaunchOption& option : framework_mode_changes(
+             launch.framework, file_mode, given_mode->second)) {
+      apply_file_option(setup, where, option);
+    }
+  }
   // What the file states, by flag, for the notes below.
   std::map<std::string, const LaunchOption*> stated;
   for (const LaunchOption& option : launch.options) {

@@ -582,6 +582,24 @@ std::vector<LaunchOption> framework_defaults(std::string_view framework,
                   launch::echo(framework), fmt::join(framework_names(), ", ")));
 }
 
+std::vector<LaunchOption> framework_mode_changes(std::string_view framework,
+                                                 std::string_view from,
+                                                 std::string_view to) {
+  const auto names = framework_names();
+  if (from == to ||
+      std::find(names.begin(), names.end(), framework) == names.end()) {
+    return {};
+  }
+  const auto before = framework_defaults(framework, from);
+  std::vector<LaunchOption> out = framework_defaults(framework, to);
+  std::erase_if(out, [&](const LaunchOption& o) {
+    return std::any_of(before.begin(), before.end(), [&](const auto& b) {
+      return b.flag == o.flag && b.value == o.value;
+    });
+  });
+  return out;
+}
+
 std::vector<LaunchPlan> read_launch_file(const LaunchFile& file,
                                          const FileLoader& load) {
   return read_launch_files({file}, load);

@@ -107,10 +107,9 @@ void choose_script(Litgpt& s, std::string_view origin) {
         "a litgpt pretrain config is not modelled; oomplan reads "
         "finetune_lora and finetune_full configs");
   }
+  const auto slash = origin.find_last_of('/');
   const std::string_view base =
-      origin.substr(origin.find_last_of('/') == std::string_view::npos
-                        ? 0
-                        : origin.find_last_of('/') + 1);
+      slash == std::string_view::npos ? origin : origin.substr(slash + 1);
   if (has_lora_key(s.keys) || s.keys.has("quantize")) {
     s.script = "finetune_lora";
   } else if (s.keys.has("resume") ||

@@ -139,8 +139,16 @@ std::vector<LaunchPlan> read_launch_file(const LaunchFile& file,
 std::vector<LaunchOption> framework_defaults(std::string_view framework,
                                              std::string_view mode = {});
 
+// What changes when a job of `framework` moves from mode `from` to `to`
+// (LitGPT's lm_head split and QLoRA precision, axolotl's adapter precision):
+// the defaults for `to` that the defaults for `from` do not hold. Empty for a
+// name that is not one of framework_names().
+std::vector<LaunchOption> framework_mode_changes(std::string_view framework,
+                                                 std::string_view from,
+                                                 std::string_view to);
+
 // vllm, deepspeed, hf-trainer, trl, accelerate, axolotl, torchtune,
-// llama-factory.
+// llama-factory, torchtitan, litgpt.
 std::vector<std::string_view> framework_names();
 
 // vLLM's own flag spellings for `oomplan plan --engine vllm ...`:
