@@ -106,6 +106,9 @@ src/launch/writers.cpp|      s.batch, s.batch * s.grad_accum * s.dp(), s.seq);| 
 src/launch/litgpt.cpp|  const std::int64_t per_rank = global / (*s.devices * s.nodes);|  const std::int64_t per_rank = global / *s.devices;|LitGPT's global batch spans every node
 src/launch/litgpt.cpp|      into[item.key()] = item.value();|      into[item.key()] = into.contains(item.key()) ? into[item.key()] : item.value();|a LitGPT --config replaces the flags before it
 src/launch/litgpt.cpp|             base.find("full") != std::string_view::npos) {|             base.find("full") == std::string_view::npos) {|config_hub's full.yaml is finetune_full
+src/memory/hf_activations.cpp|                                  l.out * 2048.0 * 8.0 * 4.0 + 128.0);|                                  l.out * 2048.0 * 8.0 * 2.0 + 128.0);|exllamav2 keeps 2048 x 8 fp32 rows per output column
+src/setup/resolve.cpp|    return GptqKernel::exllama;|    return GptqKernel::exllamav2;|transformers before 4.49 runs AutoGPTQ's exllama v1
+src/advice/knobs.cpp|  if (gptqmodel && k.gpu.vendor == "NVIDIA" && !below(k.gpu, k_cc_ampere)) {|  if (gptqmodel && k.gpu.vendor == "NVIDIA") {|Marlin needs compute capability 8.0
 EOF
 )
 

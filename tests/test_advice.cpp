@@ -996,3 +996,34 @@ TEST_CASE(
   CHECK_THAT(lit->launch.front().text,
              Catch::StartsWith("litgpt finetune_lora "));
 }
+
+TEST_CASE(
+    "advice: a GPTQ plan on exllamav2 goes to the kernel without its scratch "
+    "first",
+    "[advice]") {
+  // Llama-2-13B GPTQ at 3 x 4,864 tokens on one A10G: 21.82 of 22.06 GiB
+  // usable, 1.1 % headroom, of which exllamav2's scratch (2 x 5,120 x
+  // 13,824 + 13,824 x 2,048 x 8 x 4 + 256 = 1,047,527,680 B) is the part an
+  // engineer drops first. On Ampere with GPTQModel (transformers 4.49+)
+  // Marlin keeps none and runs faster; before 4.49 AutoGPTQ's exllama (v1)
+  // keeps one dequantized layer (141,557,760 B); on a T4 (sm75, no Marlin)
+  // GPTQModel's Triton kernel.
+  Setup s{.seq = 4864, .batch = 3};
+  s.quant = Quant::gptq;
+  s.gptq_kernel = GptqKernel::exllamav2;
+  const auto first = [](const char* gpus, const Setup& t) {
+    const Planned p = plan_case({"llama-2-13b", gpus, t});
+    REQUIRE_FALSE(p.budget.fits_with_margin());
+    REQUIRE_FALSE(p.fixes.empty());
+    CHECK(p.fixes.front().group == FixGroup::same_hardware);
+    return p.fixes.front().setup.gptq_kernel;
+  };
+  CHECK(first("1xA10G", s) == GptqKernel::marlin);
+  Setup old = s;
+  old.transformers_release = Release{4, 46, 0};
+  CHECK(first("1xA10G", old) == GptqKernel::exllama);
+  // A T4 holds 14.75 GiB usable: 3 x 2,304 tokens need 14.82.
+  Setup t4 = s;
+  t4.seq = 2304;
+  CHECK(first("1xT4", t4) == GptqKernel::triton);
+}

@@ -1125,3 +1125,57 @@ TEST_CASE(
   CHECK(check_json({lora, "--gpus", "1xA100-80", "--mode",
                     "full"})["plans"][0]["setup"]["lm_head_chunk"] == 0);
 }
+
+TEST_CASE(
+    "plan: GPTQ weights run the kernel transformers picks, with its "
+    "scratch",
+    "[check]") {
+  // transformers before 4.49 loads AutoGPTQ's exllama (GPTQConfig.post_init:
+  // exllama_config {"version": 1}); from 4.49 GPTQModel's backend="auto":
+  // Marlin from compute capability 8.0, ExLlamaV2 on older cards and ROCm.
+  const std::string gptq = "TheBloke/Llama-2-13B-chat-GPTQ";
+  const auto kernel = [&](const std::string& gpus, const std::string& tf) {
+    return plan_json({gptq, "--gpus", gpus, "--transformers-version",
+                      tf})["setup"]["gptq_kernel"];
+  };
+  CHECK(kernel("1xA100-80", "4.48") == "exllama");
+  CHECK(kernel("1xA100-80", "4.49") == "marlin");
+  CHECK(kernel("1xT4", "4.49") == "exllamav2");
+  CHECK(kernel("1xMI300X", "5.0") == "exllamav2");
+  CHECK(plan_json({"llama-2-13b", "--gpus",
+                   "1xA100-80"})["setup"]["gptq_kernel"] == "none");
+  // Llama-2-13B's gate/up (5,120 in, 13,824 out): exllamav2's scratch is
+  // 2 x 5,120 x 13,824 + 128 + 13,824 x 2,048 x 8 x 4 + 128 =
+  // 1,047,527,680 B, listed as buffers; Marlin keeps none.
+  const auto buffers = [](const json& plan) -> std::int64_t {
+    for (const json& c : plan["components"]) {
+      if (c["name"] == "buffers") {
+        return c["bytes"];
+      }
+    }
+    return 0;
+  };
+  CHECK(buffers(plan_json({gptq, "--gpus", "1xA100-80", "--gptq-kernel",
+                           "exllamav2"})) == 1047527680);
+  CHECK(buffers(plan_json({gptq, "--gpus", "1xA100-80"})) == 0);
+  // A fix loads the repository the user named, with the plan's kernel.
+  const json fixes = plan_json({gptq, "--gpus", "1xT4", "--seq", "16384",
+                                "--batch", "2", "--gptq-kernel", "exllamav2",
+                                "--transformers-version", "4.40"})["fixes"];
+  bool written = false;
+  for (const json& f : fixes) {
+    for (const json& b : f["launch"]) {
+      if (b["framework"] == "transformers" &&
+          b["text"].get<std::string>().find(
+              R"(GPTQConfig(bits=4, exllama_config={"version": 2}))") !=
+              std::string::npos) {
+        written = true;
+        CHECK_THAT(
+            b["text"].get<std::string>(),
+            Catch::StartsWith(
+                R"(AutoModelForCausalLM.from_pretrained("TheBloke/Llama-2-13B-chat-GPTQ")"));
+      }
+    }
+  }
+  CHECK(written);
+}

@@ -170,6 +170,40 @@ TEST_CASE(
   CHECK(hf_attention_transient(llama2_7b(), s) == 11551113216.0);
 }
 
+TEST_CASE(
+    "terms: GPTQ kernels' scratch at load and dequantized layers per call",
+    "[terms]") {
+  // Llama-2-7B's largest GPTQ linears are gate/up (4,096 in, 11,008 out).
+  Resolved s = hf_setup();
+  s.quant = Quant::gptq;
+  s.gptq_kernel = GptqKernel::exllama;
+  // AutoGPTQ exllama temp_dq: 2 x 4,096 x 11,008 = 90,177,536 B.
+  CHECK(gptq_kernel_scratch(llama2_7b(), s) == 90177536);
+  // exllamav2 scratch_space_fixed(2048, 8): 90,177,536 + 128 + 11,008 x
+  // 2,048 x 8 x 4 (721,420,288) + 128 = 811,598,080 B.
+  s.gptq_kernel = GptqKernel::exllamav2;
+  CHECK(gptq_kernel_scratch(llama2_7b(), s) == 811598080);
+  for (const GptqKernel k :
+       {GptqKernel::marlin, GptqKernel::cuda_old, GptqKernel::torch,
+        GptqKernel::triton, GptqKernel::none}) {
+    s.gptq_kernel = k;
+    CHECK(gptq_kernel_scratch(llama2_7b(), s) == 0);
+  }
+  // cuda-old unpacks a layer to int32 from 128 rows: 4 x 4,096 x 11,008 =
+  // 180,355,072 B; below, its vecquant kernel runs on the packed weight.
+  s.gptq_kernel = GptqKernel::cuda_old;
+  CHECK(gptq_dequant_transient(llama2_7b(), s, 128) == 180355072.0);
+  CHECK(gptq_dequant_transient(llama2_7b(), s, 127) == 0.0);
+  // GPTQModel's torch kernel on every call, a decode step's one row too.
+  s.gptq_kernel = GptqKernel::torch;
+  CHECK(gptq_dequant_transient(llama2_7b(), s, 1) == 180355072.0);
+  s.gptq_kernel = GptqKernel::marlin;
+  CHECK(gptq_dequant_transient(llama2_7b(), s, 4096) == 0.0);
+  // The prefill at 4k adds it to the 371,195,904 B of activations.
+  s.gptq_kernel = GptqKernel::cuda_old;
+  CHECK(hf_prefill_activations(llama2_7b(), s) == 371195904 + 180355072);
+}
+
 // --- vllm_profile.cpp
 
 TEST_CASE("terms: vllm_requested_bytes is gpu_util x capacity", "[terms]") {

@@ -375,6 +375,38 @@ Steps awq_fused(const Start& k) {
   return steps;
 }
 
+// GPTQ kernels (memory/hf_activations.cpp): exllamav2 keeps 2048 x 8 rows
+// of scratch per output column of the largest layer (never read), cuda-old
+// and torch dequantize whole layers per call. Marlin keeps neither and is
+// GPTQModel's fastest from compute capability 8.0 (transformers 4.49+);
+// before 4.49 AutoGPTQ's exllama (v1) keeps one dequantized layer; triton
+// dequantizes inside its kernel.
+Steps gptq_kernels(const Start& k) {
+  const GptqKernel now = k.r.gptq_kernel;
+  if (now == GptqKernel::none || now == GptqKernel::marlin ||
+      now == GptqKernel::exllama || now == GptqKernel::triton) {
+    return {};
+  }
+  const bool gptqmodel = k.r.transformers_release >= k_transformers_gptqmodel;
+  const auto to = [](GptqKernel kernel) {
+    return [kernel](Setup& s) { s.gptq_kernel = kernel; };
+  };
+  Steps steps;
+  if (gptqmodel && k.gpu.vendor == "NVIDIA" && !below(k.gpu, k_cc_ampere)) {
+    steps.push_back({"gptq-marlin", "GPTQ Marlin kernel (no scratch buffer)",
+                     to(GptqKernel::marlin)});
+  } else if (gptqmodel) {
+    steps.push_back({"gptq-triton",
+                     "GPTQ Triton kernel (dequantizes inside the matmul)",
+                     to(GptqKernel::triton)});
+  } else {
+    steps.push_back({"gptq-exllama",
+                     "GPTQ exllama kernel (one dequantized layer of scratch)",
+                     to(GptqKernel::exllama)});
+  }
+  return steps;
+}
+
 Steps expandable_segments(const Start& k) {
   if (k.r.reserve && *k.r.reserve <= k_expandable_reserve) {
     return {};
@@ -548,6 +580,7 @@ constexpr std::array k_knobs = {
   KnobRow{"allocator reserve",          Jobs::training,     KnobScope::plain,    KnobRole::side,   Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
   KnobRow{"transformers release",       Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   transformers_upgrade},
   KnobRow{"AutoAWQ fused layers",       Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   awq_fused},
+  KnobRow{"GPTQ kernel",                Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     nullptr,                   gptq_kernels},
   KnobRow{"allocator reserve",          Jobs::hf_inference, KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::none,     &C::expandable_segments,   expandable_segments},
   KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   half_precision},
   KnobRow{"dtype",                      Jobs::all,          KnobScope::plain,    KnobRole::other,  Frugal::first,   Risk::low,      nullptr,                   fp16_without_bf16},

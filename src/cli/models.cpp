@@ -297,15 +297,17 @@ void load_model(const Catalog& catalog, const std::string& arg,
       is_repo_id(arg) ? mirror_candidates(catalog, arg) : std::vector<Mirror>{};
   if (mirrors.size() == 1) {
     const Mirror& mirror = mirrors.front();
-    loaded.model = mirror.model;
+    // The catalog's architecture under the repository the user names: launch
+    // lines load that one (a mirror of a gated repository, a quantized copy).
+    loaded.imported = *mirror.model;
+    loaded.imported.hf_id = arg;
     if (mirror.quant != Quant::none) {
-      // A pre-quantized copy: the catalog's architecture with the weights its
-      // name states; the bf16 checkpoint's exact size no longer applies.
-      loaded.imported = *mirror.model;
+      // A pre-quantized copy: the weights its name states; the bf16
+      // checkpoint's exact size no longer applies.
       loaded.imported.checkpoint_quant = mirror.quant;
       loaded.imported.checkpoint_bytes = 0;
-      loaded.model = &loaded.imported;
     }
+    loaded.model = &loaded.imported;
     loaded.origin = {ModelStep::mirror, arg};
     return;
   }

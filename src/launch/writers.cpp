@@ -146,6 +146,45 @@ void write_vllm(const Resolved& s, const Model& model, Out& out) {
 
 // ---- transformers generate: from_pretrained arguments (no reader).
 
+// The GPTQConfig that loads a GPTQ checkpoint with the plan's kernel: its
+// loading attributes join the checkpoint's quantization_config
+// (transformers utils/quantization_config.py GPTQConfig). Before 4.49
+// AutoGPTQ through optimum: exllama_config {"version": 1} (the default) or
+// 2, use_exllama=False for cuda-old; from 4.49 GPTQModel's backend names.
+std::optional<std::string> gptq_config(const Resolved& s, Out& out) {
+  const bool gptqmodel = s.transformers_release >= k_transformers_gptqmodel;
+  if (!gptqmodel) {
+    switch (s.gptq_kernel) {
+      case GptqKernel::exllama:
+        return "GPTQConfig(bits=4)";
+      case GptqKernel::exllamav2:
+        return R"(GPTQConfig(bits=4, exllama_config={"version": 2}))";
+      case GptqKernel::cuda_old:
+        return "GPTQConfig(bits=4, use_exllama=False)";
+      default:
+        out.cannot(fmt::format(
+            "the {} GPTQ kernel: GPTQModel's, which transformers loads from "
+            "4.49",
+            gptq_kernel_name(s.gptq_kernel)));
+        return std::nullopt;
+    }
+  }
+  switch (s.gptq_kernel) {
+    case GptqKernel::exllama:
+      return R"(GPTQConfig(bits=4, backend="exllama_v1"))";
+    case GptqKernel::exllamav2:
+      return R"(GPTQConfig(bits=4, backend="exllama_v2"))";
+    case GptqKernel::cuda_old:
+      out.cannot(
+          "AutoGPTQ's cuda-old GPTQ kernel: transformers before 4.49 "
+          "(use_exllama=False)");
+      return std::nullopt;
+    default:
+      return fmt::format(R"(GPTQConfig(bits=4, backend="{}"))",
+                         gptq_kernel_name(s.gptq_kernel));
+  }
+}
+
 void write_generate(const Resolved& s, const Model& model, Out& out) {
   if (s.training()) {
     out.cannot("training: model.generate runs inference");
@@ -156,7 +195,11 @@ void write_generate(const Resolved& s, const Model& model, Out& out) {
                   s.dtype == Dtype::fp16   ? "float16"
                   : s.dtype == Dtype::fp32 ? "float32"
                                            : "bfloat16");
-  if (s.awq_fused_len > 0 && own_quant(s, model)) {
+  if (s.gptq_kernel != GptqKernel::none && own_quant(s, model)) {
+    if (const auto config = gptq_config(s, out)) {
+      args += ", quantization_config=" + *config;
+    }
+  } else if (s.awq_fused_len > 0 && own_quant(s, model)) {
     // transformers' AwqConfig loads AutoAWQ's fused modules
     // (integrations/awq.py fuse_awq_modules).
     args += fmt::format(

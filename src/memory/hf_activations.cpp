@@ -89,11 +89,80 @@ double nf4_dequant_transient(const Model& m, const Resolved& s) {
   return as_double(m.hidden_size) * widest / s.tp * dtype_bytes(s.dtype);
 }
 
+namespace {
+
+// A quantized linear's features per GPU (tensor parallel splits one side).
+struct LinearShape {
+  double in = 0;
+  double out = 0;
+};
+
+// The linears GPTQ quantizes in a decoder layer (the lm_head stays 16-bit):
+// q, o; the MLP's gate/up and down; routed and shared experts.
+std::vector<LinearShape> gptq_linears(const Model& m, int tp) {
+  const double h = as_double(m.hidden_size);
+  const double q = as_double(m.num_heads) * as_double(m.head_dim);
+  std::vector<LinearShape> out = {{h, q / tp}, {q / tp, h}};
+  for (const std::int64_t i : {m.intermediate_size, m.moe_intermediate_size,
+                               m.shared_expert_intermediate_size}) {
+    if (i > 0) {
+      out.push_back({h, as_double(i) / tp});
+      out.push_back({as_double(i) / tp, h});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Bytes gptq_kernel_scratch(const Model& m, const Resolved& s) {
+  double most = 0;
+  for (const LinearShape& l : gptq_linears(m, s.tp)) {
+    switch (s.gptq_kernel) {
+      case GptqKernel::exllama:
+        // AutoGPTQ autogptq_post_init (auto_gptq/modeling/_utils.py): per
+        // device, temp_dq = fp16 in x out of the largest layer; temp_state
+        // is 1 x 1 without act-order.
+        most = std::max(most, 2.0 * l.in * l.out);
+        break;
+      case GptqKernel::exllamav2:
+        // qlinear_exllamav2.py scratch_space_fixed(max_input_len=2048,
+        // max_batch_size=8): temp_dq_size (in x out x 2 + 128) +
+        // temp_fwd_size (out x 2048 x 8 x 4 + 128), the largest layer's,
+        // one buffer per device that every layer shares.
+        most = std::max(most, 2.0 * l.in * l.out + 128.0 +
+                                  l.out * 2048.0 * 8.0 * 4.0 + 128.0);
+        break;
+      default:
+        break;
+    }
+  }
+  return saturated_bytes(most);
+}
+
+double gptq_dequant_transient(const Model& m, const Resolved& s, double rows) {
+  // AutoGPTQ qlinear_cuda_old.py (kernel_switch_threshold 128) and
+  // GPTQModel's TorchQuantLinear dequantize the whole layer per call: the
+  // packed weight shifted out to an int32 in x out tensor first.
+  const bool dequantizes =
+      (s.gptq_kernel == GptqKernel::cuda_old && rows >= 128) ||
+      s.gptq_kernel == GptqKernel::torch;
+  if (!dequantizes) {
+    return 0;
+  }
+  double most = 0;
+  for (const LinearShape& l : gptq_linears(m, s.tp)) {
+    most = std::max(most, 4.0 * l.in * l.out);
+  }
+  return most;
+}
+
 Bytes hf_prefill_activations(const Model& m, const Resolved& s) {
   return saturated_bytes(
       hf_hidden_buffers(m, s) +
       std::max(hf_attention_transient(m, s), hf_mlp_transient(m, s)) +
-      nf4_dequant_transient(m, s));
+      nf4_dequant_transient(m, s) +
+      gptq_dequant_transient(m, s, as_double(s.batch) * as_double(s.seq)));
 }
 
 // The prefill's logits by transformers release (generation/utils.py and

@@ -22,8 +22,11 @@ struct HfStage {
   Bytes kv = 0;
   Bytes activations = 0;
   Bytes logits = 0;
+  Bytes buffers = 0;  // GPTQ kernel scratch, allocated at load
   Phase phase = Phase::prefill;
-  Bytes allocated() const { return weights + kv + activations + logits; }
+  Bytes allocated() const {
+    return weights + kv + activations + logits + buffers;
+  }
 };
 
 HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
@@ -41,6 +44,7 @@ HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
     st.kv = kv_cache_bytes(m, s, r.begin, r.end, s.batch, s.seq);
   }
   st.activations = r.end > r.begin ? hf_prefill_activations(m, s) : 0;
+  st.buffers = r.end > r.begin ? gptq_kernel_scratch(m, s) : 0;
   st.logits = r.last ? hf_logits(m, s) : 0;
   // AutoAWQ's fused layers keep their own cache and hand generate a dummy
   // one (attn.py past_key_value), so no tuple copies build up.
@@ -49,7 +53,8 @@ HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
     // prefill's logits); its activations over one token are negligible.
     HfStage decode = st;
     decode.kv = 2 * st.kv;
-    decode.activations = 0;
+    decode.activations =
+        saturated_bytes(gptq_dequant_transient(m, s, as_double(s.batch)));
     decode.logits = r.last ? hf_decode_logits(m, s) : 0;
     decode.phase = Phase::decode;
     if (decode.allocated() > st.allocated()) {
@@ -76,9 +81,9 @@ HfStage hf_worst_stage(const Model& m, const Resolved& s, Bytes overhead,
     const Bytes alloc = st.allocated();
     const Bytes total =
         alloc + allocator_reserve_bytes(reserve, alloc) + overhead;
-    budget.stages.push_back(Stage{static_cast<int>(i),
-                                  ranges[i].end - ranges[i].begin, st.weights,
-                                  st.kv, st.activations + st.logits, total});
+    budget.stages.push_back(
+        Stage{static_cast<int>(i), ranges[i].end - ranges[i].begin, st.weights,
+              st.kv, st.activations + st.logits + st.buffers, total});
     if (total > worst_total) {
       worst_total = total;
       worst = st;
@@ -120,6 +125,15 @@ void add_hf(const Model& m, const Gpu& gpu, const Resolved& s, Budget& budget) {
                    "3 x b x s x I/tp)"
                  : "prefill: 3 hidden buffers + max(q,k,v,o projections "
                    "(linear in s), MLP 3 x b x s x I/tp) x dtype");
+  if (worst.buffers > 0) {
+    budget.add("buffers", worst.buffers,
+               s.gptq_kernel == GptqKernel::exllama
+                   ? "AutoGPTQ exllama temp_dq at load: fp16 in x out of the "
+                     "largest quantized linear, one per GPU"
+                   : "AutoGPTQ exllamav2 scratch at load: largest linear's "
+                     "in x out x 2 + out x 2048 x 8 x 4 (max_input_len x "
+                     "max_batch_size fp32 rows), one per GPU");
+  }
   budget.add("logits", worst.logits,
              decode ? "the prefill's fp32 logits, batch x seq x vocab x 4, "
                       "kept through decode step 2 (transformers < 4.42)"

@@ -214,6 +214,13 @@ double hf_attention_transient(const Model& m, const Resolved& s);
 double hf_mlp_transient(const Model& m, const Resolved& s);
 // bitsandbytes 4-bit: one MLP matrix dequantized to dtype.
 double nf4_dequant_transient(const Model& m, const Resolved& s);
+// GPTQ kernels (engine hf): the scratch AutoGPTQ's exllama / exllamav2
+// allocate once per GPU at load, over the largest quantized linear; 0 for the
+// others.
+Bytes gptq_kernel_scratch(const Model& m, const Resolved& s);
+// The int32 unpack of the largest layer that dequantizing kernels make when
+// `rows` rows go through (cuda-old from 128 rows, torch always); 0 else.
+double gptq_dequant_transient(const Model& m, const Resolved& s, double rows);
 // hidden + max(attention, MLP) + dequant.
 Bytes hf_prefill_activations(const Model& m, const Resolved& s);
 // The prefill's logits: the last position's and their fp32 copy, or (before

@@ -42,6 +42,11 @@ Names nf4_backend_names() {
   return {"bnb", "torchao"};
 }
 
+// --gptq-kernel's values: gptq_kernel_name() of every kernel but none.
+Names gptq_kernel_names() {
+  return {"exllama", "exllamav2", "marlin", "cuda-old", "torch", "triton"};
+}
+
 std::string_view nf4_backend_name(Nf4Backend b) {
   return b == Nf4Backend::bnb ? "bnb" : "torchao";
 }
@@ -772,6 +777,37 @@ const std::array k_rows = {
                  : std::string();
     },
     [](const OptionContext& c) { return SetupValue{c.resolved.awq_fused_len}; }},
+  OptionRow{
+    "--gptq-kernel", "gptq_kernel", OptionGroup::workload, "NAME",
+    "the kernel transformers runs GPTQ weights with (engine hf): exllama (AutoGPTQ, a "
+    "dequantization buffer of the largest layer), exllamav2 (also 2048 x 8 rows of "
+    "scratch per output column), marlin, cuda-old (dequantizes each layer in the "
+    "prefill), torch (in every forward) or triton; default: exllama before "
+    "transformers 4.49, then GPTQModel's choice (marlin from compute capability 8.0, "
+    "exllamav2 below)",
+    "", gptq_kernel_names,
+    [](Setup& s, std::string_view t) {
+      const auto names = gptq_kernel_names();
+      const auto name = choose("--gptq-kernel", t, names);
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == name) {
+          s.gptq_kernel = static_cast<GptqKernel>(i + 1);
+        }
+      }
+    },
+    [](const OptionContext& c) {
+      return c.setup.gptq_kernel && c.resolved.gptq_kernel != GptqKernel::none
+                 ? words("--gptq-kernel", std::string(gptq_kernel_name(*c.setup.gptq_kernel)))
+                 : Words{};
+    },
+    [](const OptionContext& c) {
+      return c.resolved.gptq_kernel != GptqKernel::none
+                 ? fmt::format("GPTQ {}", gptq_kernel_name(c.resolved.gptq_kernel))
+                 : std::string();
+    },
+    [](const OptionContext& c) {
+      return SetupValue{std::string(gptq_kernel_name(c.resolved.gptq_kernel))};
+    }},
   OptionRow{
     "--gpu-util", "gpu_util", OptionGroup::serving, "FLOAT",
     "vLLM gpu_memory_utilization, above 0 and at most 1", "0.9", nullptr,

@@ -1,5 +1,7 @@
 #include "oomplan/setup/resolve.hpp"
 
+#include "oomplan/model/capability.hpp"
+
 #include <algorithm>
 #include <tuple>
 #include <utility>
@@ -93,6 +95,20 @@ void resolve_training(const Setup& s, Resolved& r) {
 
 // LitGPT's layouts by release where its scripts leave no choice
 // (litgpt/finetune/lora.py and full.py at each release).
+// The kernel transformers runs GPTQ weights with: before 4.49 AutoGPTQ's
+// exllama through optimum (GPTQConfig.post_init sets exllama_config
+// {"version": 1}); from 4.49 GPTQModel's backend="auto", which takes Marlin
+// on CUDA compute capability 8.0+ (a symmetric checkpoint) and ExLlamaV2
+// below it and on ROCm (gptqmodel/utils/importer.py select_quant_linear).
+GptqKernel gptq_default_kernel(const Gpu& gpu, Release transformers) {
+  if (transformers < k_transformers_gptqmodel) {
+    return GptqKernel::exllama;
+  }
+  return gpu.vendor == "NVIDIA" && !below(gpu, k_cc_ampere)
+             ? GptqKernel::marlin
+             : GptqKernel::exllamav2;
+}
+
 void resolve_litgpt(const Setup& s, Resolved& r) {
   r.litgpt_release = s.litgpt_release.value_or(k_litgpt_default);
   r.lm_head_chunk = r.training() ? s.lm_head_chunk : 0;
@@ -189,6 +205,10 @@ Resolved resolve(const Model& model, const Gpu& gpu, const Setup& s) {
   // only transformers-style inference loads them (check() refuses the rest).
   const bool fusable = r.quant == Quant::awq && r.engine == Engine::hf;
   r.awq_fused_len = fusable && !r.training() ? s.awq_fused_len : 0;
+  if (r.quant == Quant::gptq && r.engine == Engine::hf && !r.training()) {
+    r.gptq_kernel = s.gptq_kernel.value_or(
+        gptq_default_kernel(gpu, r.transformers_release));
+  }
   // --seq, but never past the model's context: vLLM's own default is the
   // derived max_model_len (config.py _get_and_verify_max_len), and an
   // explicit longer one is refused at start-up. The plan warns

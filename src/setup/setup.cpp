@@ -46,6 +46,11 @@ constexpr std::array k_frameworks = {
     std::string_view{"torchtune"},  std::string_view{"llama-factory"},
     std::string_view{"megatron"},   std::string_view{"torchtitan"},
     std::string_view{"generate"},   std::string_view{"litgpt"}};
+constexpr std::array k_gptq_kernels = {
+    std::string_view{"none"},      std::string_view{"exllama"},
+    std::string_view{"exllamav2"}, std::string_view{"marlin"},
+    std::string_view{"cuda-old"},  std::string_view{"torch"},
+    std::string_view{"triton"}};
 constexpr std::array k_eras = {std::string_view{"v0"},
                                std::string_view{"v1-early"},
                                std::string_view{"current"}};
@@ -135,6 +140,9 @@ std::string_view loss_name(Loss loss) {
 }
 std::string_view objective_name(TrainObjective objective) {
   return name_of(k_objectives, objective);
+}
+std::string_view gptq_kernel_name(GptqKernel kernel) {
+  return name_of(k_gptq_kernels, kernel);
 }
 std::string_view vllm_era_name(VllmEra era) {
   return name_of(k_eras, era);

@@ -272,6 +272,11 @@ std::optional<std::string> check(const Model& model, const Gpu& gpu,
         "weights served with --engine hf (--mode infer) allocate; drop it, or "
         "add --quant awq");
   }
+  if (setup.gptq_kernel && resolved.gptq_kernel == GptqKernel::none) {
+    return std::string(
+        "--gptq-kernel picks the kernel transformers runs GPTQ weights with "
+        "(--engine hf, --mode infer); drop it, or add --quant gptq");
+  }
   return check_layout(model, setup, resolved);
 }
 

@@ -117,6 +117,24 @@ inline constexpr int k_default_fsdp_version = 2;
 // torchao's linear_nf4 (torchtune), which saves only the NF4 weight.
 enum class Nf4Backend { bnb, torchao };
 
+// The kernel that runs GPTQ weights under transformers (engine hf
+// inference): AutoGPTQ's exllama (v1) and exllamav2, and GPTQModel's marlin,
+// cuda-old (AutoGPTQ's fallback), torch and triton. `none` when the plan has
+// no GPTQ weights on engine hf.
+enum class GptqKernel {
+  none,
+  exllama,
+  exllamav2,
+  marlin,
+  cuda_old,
+  torch,
+  triton
+};
+// transformers 4.49 (#35012, with optimum 1.24) loads GPTQ checkpoints with
+// GPTQModel when it is installed, and v5 (#41567) only with it; before, with
+// AutoGPTQ through optimum.
+inline constexpr Release k_transformers_gptqmodel{4, 49, 0};
+
 // The transformers release planned without --transformers-version: the one
 // tests/data/measured ran (5.17). Every release from 4.46 allocates the same
 // in generate (memory/hf_activations.cpp).
@@ -240,6 +258,8 @@ struct Setup {
   // AutoAWQ fused layers' cache length (tokens); 0: unfused (transformers'
   // AwqConfig default, do_fuse=False).
   std::int64_t awq_fused_len = 0;
+  // --gptq-kernel (nullopt: what transformers picks, gptq_default_kernel).
+  std::optional<GptqKernel> gptq_kernel{};
   // Serving (vLLM).
   double gpu_util = 0.9;  // gpu_memory_utilization
   std::optional<std::int64_t> max_num_batched_tokens{};  // vLLM's default
@@ -336,6 +356,8 @@ struct Resolved {
   bool compiled_loss = false;
   // engine hf inference with AWQ weights only; 0 otherwise.
   std::int64_t awq_fused_len = 0;
+  // engine hf inference with GPTQ weights only; none otherwise.
+  GptqKernel gptq_kernel = GptqKernel::none;
   // Serving (vLLM).
   double gpu_util = 0.9;
   std::int64_t max_num_batched_tokens = 8192;
@@ -394,6 +416,8 @@ std::string_view optimizer_name(Optimizer optimizer);
 std::string_view loss_name(Loss loss);
 std::string_view objective_name(TrainObjective objective);
 std::string_view vllm_era_name(VllmEra era);
+// "none", "exllama", "exllamav2", "marlin", "cuda-old", "torch", "triton".
+std::string_view gptq_kernel_name(GptqKernel kernel);
 // "vllm", "deepspeed", "hf-trainer", "trl", "accelerate", "axolotl",
 // "torchtune", "llama-factory", "megatron", "torchtitan", "generate".
 std::string_view framework_name(Framework framework);
