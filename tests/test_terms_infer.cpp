@@ -192,16 +192,28 @@ TEST_CASE(
   // cuda-old unpacks a layer to int32 from 128 rows: 4 x 4,096 x 11,008 =
   // 180,355,072 B; below, its vecquant kernel runs on the packed weight.
   s.gptq_kernel = GptqKernel::cuda_old;
-  CHECK(gptq_dequant_transient(llama2_7b(), s, 128) == 180355072.0);
-  CHECK(gptq_dequant_transient(llama2_7b(), s, 127) == 0.0);
+  CHECK(int4_dequant_transient(llama2_7b(), s, 128) == 180355072.0);
+  CHECK(int4_dequant_transient(llama2_7b(), s, 127) == 0.0);
   // GPTQModel's torch kernel on every call, a decode step's one row too.
   s.gptq_kernel = GptqKernel::torch;
-  CHECK(gptq_dequant_transient(llama2_7b(), s, 1) == 180355072.0);
+  CHECK(int4_dequant_transient(llama2_7b(), s, 1) == 180355072.0);
   s.gptq_kernel = GptqKernel::marlin;
-  CHECK(gptq_dequant_transient(llama2_7b(), s, 4096) == 0.0);
+  CHECK(int4_dequant_transient(llama2_7b(), s, 4096) == 0.0);
   // The prefill at 4k adds it to the 371,195,904 B of activations.
   s.gptq_kernel = GptqKernel::cuda_old;
   CHECK(hf_prefill_activations(llama2_7b(), s) == 371195904 + 180355072);
+  // AutoAWQ's GEMM layers dequantize to fp16 from 1,024 rows (batch x
+  // tokens): 2 x 4,096 x 11,008 = 90,177,536 B, in its fused layers too;
+  // transformers v5 loads unfused AWQ with GPTQModel instead.
+  s.gptq_kernel = GptqKernel::none;
+  s.quant = Quant::awq;
+  CHECK(int4_dequant_transient(llama2_7b(), s, 1024) == 0.0);
+  s.awq_fused_len = 2048;
+  CHECK(int4_dequant_transient(llama2_7b(), s, 1024) == 90177536.0);
+  s.awq_fused_len = 0;
+  s.transformers_release = Release{4, 57, 0};
+  CHECK(int4_dequant_transient(llama2_7b(), s, 1024) == 90177536.0);
+  CHECK(int4_dequant_transient(llama2_7b(), s, 1023) == 0.0);
 }
 
 // --- vllm_profile.cpp

@@ -97,9 +97,10 @@ struct LinearShape {
   double out = 0;
 };
 
-// The linears GPTQ quantizes in a decoder layer (the lm_head stays 16-bit):
+// The linears GPTQ and AWQ quantize in a decoder layer (the lm_head stays
+// 16-bit):
 // q, o; the MLP's gate/up and down; routed and shared experts.
-std::vector<LinearShape> gptq_linears(const Model& m, int tp) {
+std::vector<LinearShape> quantized_linears(const Model& m, int tp) {
   const double h = as_double(m.hidden_size);
   const double q = as_double(m.num_heads) * as_double(m.head_dim);
   std::vector<LinearShape> out = {{h, q / tp}, {q / tp, h}};
@@ -117,7 +118,7 @@ std::vector<LinearShape> gptq_linears(const Model& m, int tp) {
 
 Bytes gptq_kernel_scratch(const Model& m, const Resolved& s) {
   double most = 0;
-  for (const LinearShape& l : gptq_linears(m, s.tp)) {
+  for (const LinearShape& l : quantized_linears(m, s.tp)) {
     switch (s.gptq_kernel) {
       case GptqKernel::exllama:
         // AutoGPTQ autogptq_post_init (auto_gptq/modeling/_utils.py): per
@@ -140,19 +141,29 @@ Bytes gptq_kernel_scratch(const Model& m, const Resolved& s) {
   return saturated_bytes(most);
 }
 
-double gptq_dequant_transient(const Model& m, const Resolved& s, double rows) {
-  // AutoGPTQ qlinear_cuda_old.py (kernel_switch_threshold 128) and
-  // GPTQModel's TorchQuantLinear dequantize the whole layer per call: the
-  // packed weight shifted out to an int32 in x out tensor first.
-  const bool dequantizes =
-      (s.gptq_kernel == GptqKernel::cuda_old && rows >= 128) ||
-      s.gptq_kernel == GptqKernel::torch;
-  if (!dequantizes) {
-    return 0;
+double int4_dequant_transient(const Model& m, const Resolved& s, double rows) {
+  // Bytes per weight of the whole layer dequantized for one call:
+  // - AutoGPTQ qlinear_cuda_old.py (kernel_switch_threshold 128) and
+  //   GPTQModel's TorchQuantLinear (always) shift the packed weight out to
+  //   an int32 in x out tensor first: 4 B;
+  // - AutoAWQ's WQLinear_GEMM (awq/modules/linear/gemm.py) calls
+  //   dequantize_weights_cuda and torch.matmul when batch x tokens >= 1024
+  //   (FP16_MATMUL_HEURISTIC_CONDITION): an fp16 in x out weight, 2 B. Its
+  //   fused layers keep it for down_proj (awq/modules/fused/mlp.py); from
+  //   v5 transformers loads unfused AWQ with GPTQModel instead.
+  double per_weight = 0;
+  if ((s.gptq_kernel == GptqKernel::cuda_old && rows >= 128) ||
+      s.gptq_kernel == GptqKernel::torch) {
+    per_weight = 4.0;
+  } else if (s.quant == Quant::awq && s.engine == Engine::hf && !s.training() &&
+             rows >= 1024 &&
+             (s.awq_fused_len > 0 ||
+              s.transformers_release < k_transformers_awq_gptqmodel)) {
+    per_weight = 2.0;
   }
   double most = 0;
-  for (const LinearShape& l : gptq_linears(m, s.tp)) {
-    most = std::max(most, 4.0 * l.in * l.out);
+  for (const LinearShape& l : quantized_linears(m, s.tp)) {
+    most = std::max(most, per_weight * l.in * l.out);
   }
   return most;
 }
@@ -162,7 +173,7 @@ Bytes hf_prefill_activations(const Model& m, const Resolved& s) {
       hf_hidden_buffers(m, s) +
       std::max(hf_attention_transient(m, s), hf_mlp_transient(m, s)) +
       nf4_dequant_transient(m, s) +
-      gptq_dequant_transient(m, s, as_double(s.batch) * as_double(s.seq)));
+      int4_dequant_transient(m, s, as_double(s.batch) * as_double(s.seq)));
 }
 
 // The prefill's logits by transformers release (generation/utils.py and

@@ -54,7 +54,7 @@ HfStage hf_stage(const Model& m, const Resolved& s, const Range& r) {
     HfStage decode = st;
     decode.kv = 2 * st.kv;
     decode.activations =
-        saturated_bytes(gptq_dequant_transient(m, s, as_double(s.batch)));
+        saturated_bytes(int4_dequant_transient(m, s, as_double(s.batch)));
     decode.logits = r.last ? hf_decode_logits(m, s) : 0;
     decode.phase = Phase::decode;
     if (decode.allocated() > st.allocated()) {

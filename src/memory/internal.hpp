@@ -218,9 +218,10 @@ double nf4_dequant_transient(const Model& m, const Resolved& s);
 // allocate once per GPU at load, over the largest quantized linear; 0 for the
 // others.
 Bytes gptq_kernel_scratch(const Model& m, const Resolved& s);
-// The int32 unpack of the largest layer that dequantizing kernels make when
-// `rows` rows go through (cuda-old from 128 rows, torch always); 0 else.
-double gptq_dequant_transient(const Model& m, const Resolved& s, double rows);
+// The largest layer dequantized for one call of `rows` rows by the 4-bit
+// kernels that do so: GPTQ's cuda-old (from 128 rows) and torch (always) to
+// int32 first, AutoAWQ's GEMM (from 1024 rows) to fp16; 0 else.
+double int4_dequant_transient(const Model& m, const Resolved& s, double rows);
 // hidden + max(attention, MLP) + dequant.
 Bytes hf_prefill_activations(const Model& m, const Resolved& s);
 // The prefill's logits: the last position's and their fp32 copy, or (before

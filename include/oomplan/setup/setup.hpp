@@ -134,6 +134,9 @@ enum class GptqKernel {
 // GPTQModel when it is installed, and v5 (#41567) only with it; before, with
 // AutoGPTQ through optimum.
 inline constexpr Release k_transformers_gptqmodel{4, 49, 0};
+// transformers v5 (#41567) loads AWQ checkpoints with GPTQModel too; before,
+// unfused AWQ layers are AutoAWQ's WQLinear_GEMM.
+inline constexpr Release k_transformers_awq_gptqmodel{5, 0, 0};
 
 // The transformers release planned without --transformers-version: the one
 // tests/data/measured ran (5.17). Every release from 4.46 allocates the same
