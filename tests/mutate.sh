@@ -109,6 +109,7 @@ src/launch/litgpt.cpp|             base.find("full") != std::string_view::npos) 
 src/memory/hf_activations.cpp|                                  l.out * 2048.0 * 8.0 * 4.0 + 128.0);|                                  l.out * 2048.0 * 8.0 * 2.0 + 128.0);|exllamav2 keeps 2048 x 8 fp32 rows per output column
 src/setup/resolve.cpp|    return GptqKernel::exllama;|    return GptqKernel::exllamav2;|transformers before 4.49 runs AutoGPTQ's exllama v1
 src/advice/knobs.cpp|  if (gptqmodel && k.gpu.vendor == "NVIDIA" && !below(k.gpu, k_cc_ampere)) {|  if (gptqmodel && k.gpu.vendor == "NVIDIA") {|Marlin needs compute capability 8.0
+src/memory/hf_activations.cpp|             rows >= 1024 &&|             rows >= 2048 &&|AutoAWQ's GEMM dequantizes from 1,024 rows
 EOF
 )
 

@@ -168,11 +168,6 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool has_any(const Json& doc, std::initializer_list<const char*> keys) {
   return std::any_of(keys.begin(), keys.end(),
                      [&](const char* k) { return doc.contains(k); });
@@ -267,9 +262,8 @@ Parsed parse_file(const LaunchFile& file) {
     p.names = litgpt_config_names(file.text, file.origin);
     return p;
   }
-  if (!json &&
-      (ends_with(file.origin, ".sh") || ends_with(file.origin, ".cmd") ||
-       looks_like_vllm(file.text, file.origin))) {
+  if (!json && (file.origin.ends_with(".sh") || file.origin.ends_with(".cmd") ||
+                looks_like_vllm(file.text, file.origin))) {
     p.format = Format::vllm;
     return p;
   }
@@ -333,7 +327,7 @@ bool same_file(std::string_view a, std::string_view b) {
   }
   const auto suffix = [](const std::string& longer,
                          const std::string& shorter) {
-    return longer.size() > shorter.size() && ends_with(longer, shorter) &&
+    return longer.size() > shorter.size() && longer.ends_with(shorter) &&
            longer[longer.size() - shorter.size() - 1] == '/';
   };
   return suffix(x, y) || suffix(y, x);

@@ -510,11 +510,6 @@ struct Command {
   std::int64_t line = 1;
 };
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // `litgpt SUBCOMMAND`, `python -m litgpt SUBCOMMAND` or a script
 // (`python litgpt/finetune/lora.py`); nullopt when the command is none.
 std::optional<Command> find_command(const ShellCommand& c) {
@@ -525,7 +520,7 @@ std::optional<Command> find_command(const ShellCommand& c) {
   }
   std::size_t at = w.size();
   std::string script;
-  if ((w[i] == "litgpt" || ends_with(w[i], "/litgpt")) && i + 1 < w.size()) {
+  if ((w[i] == "litgpt" || w[i].ends_with("/litgpt")) && i + 1 < w.size()) {
     script = w[i + 1];
     at = i + 2;
   } else if (w[i].find("python") != std::string::npos) {
@@ -546,7 +541,7 @@ std::optional<Command> find_command(const ShellCommand& c) {
             std::pair{"/finetune/adapter.py", "finetune_adapter"},
             std::pair{"/finetune/adapter_v2.py", "finetune_adapter_v2"},
             std::pair{"/litgpt/pretrain.py", "pretrain"}}) {
-        if (ends_with(slashed, file)) {
+        if (slashed.ends_with(file)) {
           script = name;
           at = k + 1;
         }

@@ -588,11 +588,6 @@ using launch::is_assignment;
 using launch::program_index;
 using launch::split_commands;
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.substr(s.size() - suffix.size()) == suffix;
-}
-
 struct Entry {
   std::vector<std::string> args;  // after the program
   std::vector<std::string> env;   // NAME=value words before it
@@ -607,7 +602,7 @@ std::optional<Entry> find_entry(const std::vector<std::string>& words) {
     return std::nullopt;
   }
   const std::string& program = words[i];
-  if ((program == "vllm" || ends_with(program, "/vllm")) &&
+  if ((program == "vllm" || program.ends_with("/vllm")) &&
       i + 1 < words.size() && words[i + 1] == "serve") {
     entry.serve = true;
     entry.args.assign(words.begin() + static_cast<long>(i) + 2, words.end());
