@@ -1179,3 +1179,19 @@ TEST_CASE(
   }
   CHECK(written);
 }
+
+TEST_CASE("check: a LitGPT --config that is not YAML is never quoted",
+          "[check][litgpt]") {
+  // A command line may name any file with --config; the error names it and
+  // where YAML failed, never its bytes.
+  const std::string secret = temp_file(
+      "litgpt_secret.txt", "precision: [bf16-true\nTOKEN=hunter2-secret\n");
+  const std::string sh = temp_file(
+      "litgpt_secret.sh", "litgpt finetune_lora a/b --config " + secret + "\n");
+  const Cleanup cleanup{{secret, sh}};
+  const auto r = run_cli({"check", sh, "--gpus", "1xH100"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("hunter2") == std::string::npos);
+  CHECK(r.err.find("TOKEN") == std::string::npos);
+  CHECK_THAT(r.err, Catch::Contains("litgpt_secret.txt"));
+}
